@@ -1,0 +1,193 @@
+// Benchmark of the built server over stdio (not a test): start-up, per-tool round trips, peak RSS.
+// Usage: npm run bench [-- --calls 2000 --spawns 15]. Results: bench/results/latest.json.
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const cli = join(root, 'dist', 'cli.js');
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? fallback : Number(process.argv[i + 1]);
+};
+const CALLS = arg('calls', 2000);
+// Launch exactly as the bin does: node with the flags of the bundle's shebang.
+const nodeFlags = (/^#!.*\bnode\b(.*)$/m.exec(readFileSync(cli, 'utf8').split('\n')[0] ?? '')?.[1] ?? '')
+  .trim()
+  .split(/\s+/)
+  .filter(Boolean);
+const SPAWNS = arg('spawns', 15);
+
+const INIT = {
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+};
+
+function quantile(sorted, q) {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+const round = (n) => Math.round(n * 1000) / 1000;
+
+class Server {
+  constructor(env) {
+    this.t0 = performance.now();
+    this.child = spawn(process.execPath, [...nodeFlags, cli], { env, stdio: ['pipe', 'pipe', 'inherit'] });
+    this.pending = new Map();
+    this.buffer = '';
+    this.child.stdout.setEncoding('utf8');
+    this.child.stdout.on('data', (chunk) => {
+      this.buffer += chunk;
+      let nl = this.buffer.indexOf('\n');
+      while (nl !== -1) {
+        const msg = JSON.parse(this.buffer.slice(0, nl));
+        this.buffer = this.buffer.slice(nl + 1);
+        this.pending.get(msg.id)?.(msg);
+        this.pending.delete(msg.id);
+        nl = this.buffer.indexOf('\n');
+      }
+    });
+    this.nextId = 1;
+  }
+  request(method, params, id = this.nextId++) {
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      this.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+    });
+  }
+  peakRssMb() {
+    const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
+    return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+  }
+  async stop() {
+    const exited = new Promise((r) => this.child.on('exit', r));
+    this.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 'bye', method: 'shutdown' })}\n`);
+    await exited;
+  }
+}
+
+async function startup(env) {
+  const samples = [];
+  for (let i = 0; i < SPAWNS; i++) {
+    const server = new Server(env);
+    const res = await server.request(INIT.method, INIT.params, 0);
+    samples.push(performance.now() - server.t0);
+    if (!res.result) throw new Error(`initialize failed: ${JSON.stringify(res)}`);
+    await server.stop();
+  }
+  samples.sort((a, b) => a - b);
+  return {
+    medianMs: round(quantile(samples, 0.5)),
+    p99Ms: round(quantile(samples, 0.99)),
+    samples: samples.length,
+  };
+}
+
+async function roundTrips(server, label, method, paramsFor) {
+  const samples = [];
+  for (let i = 0; i < CALLS; i++) {
+    const t = performance.now();
+    const res = await server.request(method, paramsFor(i));
+    samples.push(performance.now() - t);
+    if (res.error || res.result?.isError)
+      throw new Error(`${label} failed: ${JSON.stringify(res).slice(0, 400)}`);
+  }
+  samples.sort((a, b) => a - b);
+  return { medianMs: round(quantile(samples, 0.5)), p99Ms: round(quantile(samples, 0.99)), calls: CALLS };
+}
+
+async function scenario(name, env) {
+  const start = await startup(env);
+  const server = new Server(env);
+  await server.request(INIT.method, INIT.params, 0);
+  const list = await server.request('workflow_list', {});
+  const count = list.result.workflows.length;
+  const tool = (toolName, args) => ['tools/call', () => ({ name: toolName, arguments: args })];
+  const calls = {
+    workflow_list: tool('workflow_list', {}),
+    workflow_get: tool('workflow_get', { id: 'coding-task-workflow' }),
+    workflow_next: tool('workflow_next', {
+      workflowId: 'coding-task-workflow',
+      completedSteps: [],
+      context: { taskScope: 'large' },
+    }),
+    workflow_validate: tool('workflow_validate', {
+      workflowId: 'mr-review-workflow',
+      stepId: 'summarize-findings',
+      output: JSON.stringify({ findings: [{ file: 'a.ts', severity: 'minor', description: 'naming' }] }),
+    }),
+  };
+  const tools = {};
+  for (const [toolName, [method, params]] of Object.entries(calls)) {
+    tools[toolName] = await roundTrips(server, toolName, method, params);
+  }
+  tools['workflow_next (direct method)'] = await roundTrips(server, 'direct', 'workflow_next', () => ({
+    workflowId: 'coding-task-workflow',
+    completedSteps: [],
+  }));
+  const peakRssMb = round(server.peakRssMb());
+  await server.stop();
+  return { name, workflows: count, spawnToInitialize: start, tools, peakRssMb };
+}
+
+function generatedWorkflows(dir, n) {
+  mkdirSync(dir, { recursive: true });
+  for (let i = 0; i < n; i++) {
+    const steps = Array.from({ length: 8 }, (_, s) => ({
+      id: `step-${s}`,
+      title: `Step ${s}`,
+      prompt: `Do part ${s} of generated workflow ${i}. `.repeat(4),
+      runCondition: s % 2 ? { var: 'taskScope', not_equals: 'small' } : undefined,
+      validationCriteria: [{ type: 'length', min: 5, message: 'say something' }],
+    }));
+    writeFileSync(
+      join(dir, `generated-${i}.json`),
+      JSON.stringify({
+        id: `generated-${i}`,
+        name: `Generated ${i}`,
+        description: 'bench',
+        version: '1.0.0',
+        steps,
+      }),
+    );
+  }
+}
+
+const sandbox = mkdtempSync(join(tmpdir(), 'wl-bench-'));
+try {
+  const baseEnv = {
+    PATH: process.env.PATH,
+    HOME: join(sandbox, 'home'),
+    XDG_CONFIG_HOME: join(sandbox, 'config'),
+    WORKFLOWLOOKUP_WORKFLOWS_PATH: join(sandbox, 'runtime'),
+  };
+  const storage = join(sandbox, 'storage');
+  generatedWorkflows(storage, 1000);
+  const results = {
+    date: new Date().toISOString(),
+    node: process.version,
+    targets: { spawnToInitializeMs: 150, medianRoundTripMs: 1, peakRssMb: 100 },
+    scenarios: [
+      await scenario('bundled', baseEnv),
+      await scenario('bundled + 1000 generated', { ...baseEnv, WORKFLOW_STORAGE_PATH: storage }),
+    ],
+  };
+  mkdirSync(join(root, 'bench', 'results'), { recursive: true });
+  writeFileSync(join(root, 'bench', 'results', 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+  for (const s of results.scenarios) {
+    console.log(`\n${s.name} (${s.workflows} workflows)`);
+    console.log(
+      `  spawn -> initialize: median ${s.spawnToInitialize.medianMs} ms, p99 ${s.spawnToInitialize.p99Ms} ms`,
+    );
+    for (const [tool, r] of Object.entries(s.tools)) {
+      console.log(`  ${tool.padEnd(30)} median ${r.medianMs} ms  p99 ${r.p99Ms} ms  (${r.calls} calls)`);
+    }
+    console.log(`  peak RSS: ${s.peakRssMb} MB`);
+  }
+  console.log('\nwritten: bench/results/latest.json');
+} finally {
+  rmSync(sandbox, { recursive: true, force: true });
+}

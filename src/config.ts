@@ -1,0 +1,94 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export type SourceKind = 'bundled' | 'user' | 'project' | 'storage' | 'runtime';
+
+/** A directory of workflow definitions; later sources override earlier ones by id. */
+export interface WorkflowSource {
+  kind: SourceKind;
+  dir: string;
+}
+
+export interface Config {
+  packageRoot: string;
+  version: string;
+  sources: WorkflowSource[];
+  runtimeDir: string;
+}
+
+export interface ConfigOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** CLI switches; each overrides the matching env var when set. */
+  includeBundled?: boolean;
+  includeUser?: boolean;
+  includeProject?: boolean;
+}
+
+function flag(value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined || value === '') return fallback;
+  return !/^(0|false|no|off)$/i.test(value.trim());
+}
+
+/** The package root, found by walking up from this module (works from src/ and from the bundle). */
+export function findPackageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg)) {
+      try {
+        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'workflowlookup')
+          return dir;
+      } catch {
+        // not ours; keep walking
+      }
+    }
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('workflowlookup: cannot find the package root');
+    dir = parent;
+  }
+}
+
+function userConfigDir(env: NodeJS.ProcessEnv): string {
+  if (process.platform === 'win32') return env.APPDATA ?? join(homedir(), 'AppData', 'Roaming');
+  if (process.platform === 'darwin') return join(homedir(), 'Library', 'Application Support');
+  return env.XDG_CONFIG_HOME || join(homedir(), '.config');
+}
+
+/** Resolves the workflow sources and runtime dir from the environment (see README, "Configuration"). */
+export function loadConfig(options: ConfigOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const packageRoot = findPackageRoot();
+  const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string })
+    .version;
+
+  const runtimeDir = resolve(
+    cwd,
+    env.WORKFLOWLOOKUP_WORKFLOWS_PATH ||
+      (env.WORKFLOWLOOKUP_CONFIG_PATH
+        ? join(dirname(env.WORKFLOWLOOKUP_CONFIG_PATH), 'workflows')
+        : join(userConfigDir(env), 'workflowlookup', 'workflows')),
+  );
+
+  const sources: WorkflowSource[] = [];
+  if (options.includeBundled ?? flag(env.WORKFLOWLOOKUP_INCLUDE_BUNDLED, true)) {
+    sources.push({ kind: 'bundled', dir: join(packageRoot, 'workflows') });
+  }
+  if (options.includeUser ?? flag(env.WORKFLOWLOOKUP_INCLUDE_USER, true)) {
+    sources.push({ kind: 'user', dir: join(homedir(), '.workflowlookup', 'workflows') });
+  }
+  if (options.includeProject ?? flag(env.WORKFLOWLOOKUP_INCLUDE_PROJECT, true)) {
+    sources.push({ kind: 'project', dir: resolve(cwd, '.workflowlookup', 'workflows') });
+  }
+  for (const dir of (env.WORKFLOW_STORAGE_PATH ?? '').split(delimiter)) {
+    if (dir.trim() !== '') sources.push({ kind: 'storage', dir: resolve(cwd, dir.trim()) });
+  }
+  sources.push({ kind: 'runtime', dir: runtimeDir });
+
+  // The same directory named twice keeps only its highest-precedence position.
+  const deduped = sources.filter((s, i) => !sources.slice(i + 1).some((later) => later.dir === s.dir));
+  return { packageRoot, version, sources: deduped, runtimeDir };
+}

@@ -1,0 +1,27 @@
+import type { Violation } from '../workflows/validate-definition.js';
+
+/**
+ * Domain errors are plain values keyed by a stable string `code`. The protocol layer maps them to
+ * JSON-RPC errors and tool error results in one place (src/protocol/error-mapping.ts).
+ */
+export type DomainError =
+  | { code: 'workflow_not_found'; message: string; workflowId: string }
+  | { code: 'workflow_invalid'; message: string; workflowId?: string; file?: string; violations: Violation[] }
+  | { code: 'step_not_found'; message: string; workflowId: string; stepId: string }
+  | { code: 'criteria_invalid'; message: string; workflowId: string; stepId: string; details: string }
+  | { code: 'invalid_params'; message: string; details: string }
+  | { code: 'storage_error'; message: string; details: string };
+
+export type DomainErrorCode = DomainError['code'];
+
+export class DomainFailure extends Error {
+  constructor(readonly error: DomainError) {
+    super(error.message);
+    this.name = 'DomainFailure';
+  }
+}
+
+/** Throws a domain error; faces use this so handlers stay linear. */
+export function fail(error: DomainError): never {
+  throw new DomainFailure(error);
+}

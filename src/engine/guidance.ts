@@ -1,0 +1,59 @@
+import type { PromptStep, Workflow } from '../workflows/model.js';
+import { type Context, evaluateCondition } from './conditions.js';
+import type { LoopPosition } from './next-step.js';
+import { describeCriteria } from './validation-engine.js';
+
+/** Seed 002 `guidance` object. */
+export interface Guidance {
+  prompt: string;
+  modelHint: string;
+  requiresConfirmation: boolean;
+  validationCriteria: string[];
+}
+
+export const DEFAULT_MODEL_HINT = 'general-purpose';
+export const REASONING_MODEL_HINT = 'model-with-strong-reasoning';
+
+export function requiresConfirmation(step: PromptStep, context: Context): boolean {
+  const rc = step.requireConfirmation;
+  if (rc === undefined) return false;
+  return typeof rc === 'boolean' ? rc : evaluateCondition(rc, context);
+}
+
+/**
+ * Builds the orchestration guidance for a step: the step prompt framed by its role, hints, loop
+ * position and the workflow's meta guidance, so an agent can act on `guidance.prompt` alone.
+ */
+export function buildGuidance(
+  workflow: Workflow,
+  step: PromptStep,
+  context: Context,
+  loop?: LoopPosition,
+): Guidance {
+  const parts: string[] = [];
+  if (step.agentRole) parts.push(`Role: ${step.agentRole}`);
+  if (loop) {
+    const of = loop.total !== undefined ? ` of ${loop.total}` : ` (at most ${loop.maxIterations})`;
+    parts.push(`Loop "${loop.title}": iteration ${loop.iteration}${of}.`);
+  }
+  parts.push(`Step: ${step.title}\n${step.prompt}`);
+  if (step.askForFiles) parts.push('Before you start, ask the user for the files relevant to this step.');
+  if (step.guidance && step.guidance.length > 0) {
+    parts.push(`Guidance:\n${step.guidance.map((g) => `- ${g}`).join('\n')}`);
+  }
+  const criteria = describeCriteria(step.validationCriteria, context);
+  if (criteria.length > 0) {
+    parts.push(`Your output will be checked for:\n${criteria.map((c) => `- ${c}`).join('\n')}`);
+  }
+  if (workflow.metaGuidance && workflow.metaGuidance.length > 0) {
+    parts.push(`Keep in mind:\n${workflow.metaGuidance.map((g) => `- ${g}`).join('\n')}`);
+  }
+  const confirm = requiresConfirmation(step, context);
+  if (confirm) parts.push('When done, present the result and wait for the user to confirm before moving on.');
+  return {
+    prompt: parts.join('\n\n'),
+    modelHint: step.modelHint ?? (confirm || criteria.length > 0 ? REASONING_MODEL_HINT : DEFAULT_MODEL_HINT),
+    requiresConfirmation: confirm,
+    validationCriteria: criteria,
+  };
+}

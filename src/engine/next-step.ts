@@ -1,0 +1,212 @@
+import { isLoopStep, type LoopStep, type PromptStep, type Step, type Workflow } from '../workflows/model.js';
+import { type Context, evaluateCondition, readPath } from './conditions.js';
+
+/** Reserved context key holding loop progress; clients send it back unchanged. */
+export const LOOPS_KEY = '_loops';
+
+export interface LoopState {
+  /** 1-based number of the iteration in progress. */
+  iteration: number;
+}
+
+export interface LoopPosition {
+  loopId: string;
+  title: string;
+  type: LoopStep['loop']['type'];
+  iteration: number;
+  maxIterations: number;
+  /** forEach only: number of items. */
+  total?: number;
+}
+
+export interface NextStep {
+  step: PromptStep | null;
+  isComplete: boolean;
+  /** The context to send with the next call (loop progress and loop variables included). */
+  context: Context;
+  /** The completed step ids to send with the next call (body ids are cleared between iterations). */
+  completedSteps: string[];
+  loop?: LoopPosition;
+}
+
+/** Every step id the workflow defines, including inline loop bodies. */
+export function allStepIds(workflow: Workflow): Set<string> {
+  const ids = new Set<string>();
+  for (const step of workflow.steps) {
+    ids.add(step.id);
+    if (isLoopStep(step) && Array.isArray(step.body)) for (const inner of step.body) ids.add(inner.id);
+  }
+  return ids;
+}
+
+/** Finds a prompt step by id anywhere in the workflow (top level or inline loop body). */
+export function findPromptStep(workflow: Workflow, stepId: string): PromptStep | undefined {
+  for (const step of workflow.steps) {
+    if (step.id === stepId && !isLoopStep(step)) return step;
+    if (isLoopStep(step) && Array.isArray(step.body)) {
+      const inner = step.body.find((s) => s.id === stepId);
+      if (inner) return inner;
+    }
+  }
+  return undefined;
+}
+
+/** Ids of top-level steps that are the body of a loop; they run only inside it. */
+function loopBodyRefs(workflow: Workflow): Set<string> {
+  const refs = new Set<string>();
+  for (const step of workflow.steps)
+    if (isLoopStep(step) && typeof step.body === 'string') refs.add(step.body);
+  return refs;
+}
+
+function bodyOf(workflow: Workflow, loop: LoopStep): PromptStep[] {
+  if (Array.isArray(loop.body)) return loop.body;
+  const target = workflow.steps.find((s): s is Step => s.id === loop.body);
+  return target && !isLoopStep(target) ? [target] : [];
+}
+
+function runs(step: { runCondition?: Step['runCondition'] }, context: Context): boolean {
+  return step.runCondition === undefined || evaluateCondition(step.runCondition, context);
+}
+
+/**
+ * Picks the next step (seed 002 `workflow_next`). Steps already completed or whose runCondition is
+ * false are skipped. A loop keeps its iteration number in `context._loops[loopId]`; when an
+ * iteration's body is done its ids are removed from `completedSteps` and the loop either starts the
+ * next iteration or is itself marked completed.
+ */
+export function nextStep(
+  workflow: Workflow,
+  completedSteps: readonly string[],
+  inputContext: Context,
+): NextStep {
+  const completed = new Set(completedSteps);
+  const context: Context = { ...inputContext };
+  const loops: Record<string, LoopState> = { ...(asRecord(context[LOOPS_KEY]) as Record<string, LoopState>) };
+  const bodyRefs = loopBodyRefs(workflow);
+  const result = (step: PromptStep | null, loop?: LoopPosition): NextStep => {
+    if (Object.keys(loops).length > 0) context[LOOPS_KEY] = loops;
+    else delete context[LOOPS_KEY];
+    return {
+      step,
+      isComplete: step === null,
+      context,
+      completedSteps: [...completed],
+      ...(loop ? { loop } : {}),
+    };
+  };
+
+  for (const step of workflow.steps) {
+    if (bodyRefs.has(step.id) || completed.has(step.id)) continue;
+    if (!isLoopStep(step)) {
+      if (runs(step, context)) return result(step);
+      continue;
+    }
+    if (!runs(step, context) && loops[step.id] === undefined) continue;
+    const found = advanceLoop(workflow, step, completed, context, loops);
+    if (found) return result(found.step, found.position);
+    completed.add(step.id);
+  }
+  return result(null);
+}
+
+function advanceLoop(
+  workflow: Workflow,
+  loop: LoopStep,
+  completed: Set<string>,
+  context: Context,
+  loops: Record<string, LoopState>,
+): { step: PromptStep; position: LoopPosition } | undefined {
+  const body = bodyOf(workflow, loop);
+  const cfg = loop.loop;
+  let iteration = sanitizeIteration(loops[loop.id]?.iteration);
+  if (iteration === 0) {
+    if (!shouldRun(loop, 1, context, true)) return finish(loop, body, completed, context, loops);
+    iteration = 1;
+  } else {
+    setLoopVars(loop, iteration, context);
+  }
+  for (;;) {
+    loops[loop.id] = { iteration };
+    const next = body.find((s) => !completed.has(s.id) && runs(s, context));
+    if (next) {
+      const items = cfg.type === 'forEach' ? readPath(context, cfg.items) : undefined;
+      return {
+        step: next,
+        position: {
+          loopId: loop.id,
+          title: loop.title,
+          type: cfg.type,
+          iteration,
+          maxIterations: cfg.maxIterations,
+          ...(Array.isArray(items) ? { total: items.length } : {}),
+        },
+      };
+    }
+    for (const s of body) completed.delete(s.id);
+    if (!shouldRun(loop, iteration + 1, context, false)) return finish(loop, body, completed, context, loops);
+    iteration += 1;
+  }
+}
+
+function sanitizeIteration(value: unknown): number {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : 0;
+}
+
+/** Decides whether iteration `n` runs, and when it does, sets the loop variables for it. */
+function shouldRun(loop: LoopStep, n: number, context: Context, first: boolean): boolean {
+  const cfg = loop.loop;
+  if (n > cfg.maxIterations) return false;
+  let go: boolean;
+  switch (cfg.type) {
+    case 'while':
+      go = evaluateCondition(cfg.condition, context);
+      break;
+    case 'until':
+      go = first || !evaluateCondition(cfg.condition, context);
+      break;
+    case 'for': {
+      const count = typeof cfg.count === 'number' ? cfg.count : readPath(context, cfg.count);
+      go = typeof count === 'number' && n <= count;
+      break;
+    }
+    case 'forEach': {
+      const items = readPath(context, cfg.items);
+      go = Array.isArray(items) && n <= items.length;
+      break;
+    }
+  }
+  if (go) setLoopVars(loop, n, context);
+  return go;
+}
+
+function setLoopVars(loop: LoopStep, n: number, context: Context): void {
+  const cfg = loop.loop;
+  context[cfg.iterationVar ?? 'currentIteration'] = n;
+  if (cfg.type === 'forEach') {
+    const items = readPath(context, cfg.items);
+    if (Array.isArray(items)) {
+      context[cfg.itemVar ?? 'currentItem'] = items[n - 1];
+      context[cfg.indexVar ?? 'currentIndex'] = n - 1;
+    }
+  }
+}
+
+function finish(
+  loop: LoopStep,
+  body: PromptStep[],
+  completed: Set<string>,
+  _context: Context,
+  loops: Record<string, LoopState>,
+): undefined {
+  delete loops[loop.id];
+  for (const s of body) completed.delete(s.id);
+  completed.add(loop.id);
+  return undefined;
+}
+
+function asRecord(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+}

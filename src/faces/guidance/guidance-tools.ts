@@ -1,0 +1,237 @@
+import * as z from 'zod';
+import { fail } from '../../engine/errors.js';
+import { buildGuidance } from '../../engine/guidance.js';
+import { allStepIds, findPromptStep, nextStep } from '../../engine/next-step.js';
+import { CriteriaError, type ValidationEngine } from '../../engine/validation-engine.js';
+import { ID_PATTERN, IdSchema, type Workflow } from '../../workflows/model.js';
+import type { LoadedWorkflow, WorkflowRegistry } from '../../workflows/registry.js';
+import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
+
+/** Step outputs above this size are rejected as invalid params (1 MiB of text). */
+export const MAX_OUTPUT_CHARS = 1_048_576;
+
+const ContextSchema = z
+  .record(z.string(), z.unknown())
+  .describe('Execution context: variables such as taskScope, userExpertise, complexity that conditions read');
+
+const StepIdSchema = z.string().regex(new RegExp(ID_PATTERN)).min(3).max(64);
+
+const SummarySchema = z.object({
+  id: z.string().describe('Workflow id'),
+  name: z.string().describe('Human-friendly name'),
+  description: z.string().describe('What the workflow accomplishes'),
+  category: z.string().describe('Category (general when the workflow declares none)'),
+  version: z.string().describe('Semantic version'),
+});
+
+const ViolationSchema = z.object({
+  path: z.string().describe('JSON Pointer into the definition'),
+  rule: z.string().describe('Rule that failed'),
+  message: z.string().describe('What is wrong'),
+  expected: z.string().optional().describe('What was expected'),
+  actual: z.string().optional().describe('What was found'),
+  line: z.number().optional().describe('Line in the file, for syntax errors'),
+  column: z.number().optional().describe('Column in the file, for syntax errors'),
+});
+
+const GuidanceSchema = z
+  .object({
+    prompt: z.string().describe('The step prompt framed with role, hints, loop position and checks'),
+    modelHint: z.string().describe('Suggested kind of model, e.g. model-with-strong-reasoning'),
+    requiresConfirmation: z.boolean().describe('Whether the user must confirm before moving on'),
+    validationCriteria: z.array(z.string()).describe('What the output will be checked for'),
+  })
+  .describe('Orchestration guidance');
+
+/** Looks a workflow up, turning "missing" and "broken" into the seed's -32001 / -32002 errors. */
+export function requireWorkflow(registry: WorkflowRegistry, id: string): LoadedWorkflow {
+  const entry = registry.get(id);
+  if (entry === undefined)
+    fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+  if (entry.status === 'broken') {
+    fail({
+      code: 'workflow_invalid',
+      message: 'Invalid workflow',
+      workflowId: id,
+      file: entry.file,
+      violations: entry.violations,
+    });
+  }
+  return entry;
+}
+
+function checkStepIds(workflow: Workflow, ids: readonly string[]): void {
+  const known = allStepIds(workflow);
+  for (const stepId of ids) {
+    if (!known.has(stepId)) {
+      fail({ code: 'step_not_found', message: 'Step not found', workflowId: workflow.id, stepId });
+    }
+  }
+}
+
+export interface GuidanceDeps {
+  registry: WorkflowRegistry;
+  engine: ValidationEngine;
+}
+
+/** The stateless guidance face (seeds 001/002): the client holds completedSteps and context. */
+export function guidanceTools({ registry, engine }: GuidanceDeps): ToolDefinition[] {
+  return [
+    defineTool({
+      name: 'workflow_list',
+      title: 'List workflows',
+      description:
+        'Lists all available workflows. Definitions that fail validation are reported in `broken`, never in `workflows`.',
+      inputSchema: z.strictObject({}),
+      outputSchema: z.object({
+        workflows: z.array(SummarySchema).describe('Valid workflows, sorted by id'),
+        broken: z
+          .array(
+            z.object({
+              file: z.string().describe('Path of the broken file'),
+              source: z.string().describe('Which source it came from'),
+              id: z.string().optional().describe('Its id, where readable'),
+              violations: z.array(ViolationSchema).describe('Why it is broken'),
+            }),
+          )
+          .describe('Definition files that could not be loaded'),
+      }),
+      annotations: READ_ONLY,
+      handler: async () => {
+        await registry.ready();
+        return registry.list();
+      },
+    }),
+    defineTool({
+      name: 'workflow_get',
+      title: 'Get a workflow',
+      description: 'Retrieves a specific workflow definition by id.',
+      inputSchema: z.strictObject({ id: IdSchema.describe('The workflow ID to retrieve') }),
+      outputSchema: z
+        .looseObject({
+          id: z.string().describe('Workflow id'),
+          name: z.string().describe('Name'),
+          description: z.string().describe('Description'),
+          version: z.string().describe('Version'),
+          steps: z.array(z.looseObject({})).describe('Steps (see the workflow JSON Schema)'),
+        })
+        .describe('The workflow definition, valid against schema/workflow.schema.json'),
+      annotations: READ_ONLY,
+      handler: async ({ id }) => {
+        await registry.ready();
+        return requireWorkflow(registry, id).workflow;
+      },
+    }),
+    defineTool({
+      name: 'workflow_next',
+      title: 'Next workflow step',
+      description:
+        'Gets the next step and its guidance from the steps completed so far and the context. Send back the returned completedSteps and context (they carry loop progress).',
+      inputSchema: z.strictObject({
+        workflowId: IdSchema.describe('The workflow ID'),
+        currentStep: StepIdSchema.optional().describe('Current step ID (optional)'),
+        completedSteps: z
+          .array(z.string().regex(new RegExp(ID_PATTERN)))
+          .max(10_000)
+          .refine((a) => new Set(a).size === a.length, 'completedSteps must not repeat an id')
+          .meta({ uniqueItems: true })
+          .describe('Array of completed step IDs'),
+        context: ContextSchema.optional(),
+      }),
+      outputSchema: z.object({
+        step: z
+          .looseObject({ id: z.string(), title: z.string(), prompt: z.string() })
+          .nullable()
+          .describe('The next step, or null when the workflow is complete'),
+        guidance: GuidanceSchema,
+        isComplete: z.boolean().describe('True when no step is left'),
+        completedSteps: z.array(z.string()).describe('Completed step ids to send with the next call'),
+        context: ContextSchema.describe(
+          'Context to send with the next call (includes loop progress in _loops)',
+        ),
+        loop: z
+          .object({
+            loopId: z.string().describe('Loop step id'),
+            title: z.string().describe('Loop title'),
+            type: z.string().describe('while, until, for or forEach'),
+            iteration: z.number().describe('1-based iteration in progress'),
+            maxIterations: z.number().describe('Iteration cap'),
+            total: z.number().optional().describe('forEach: number of items'),
+          })
+          .optional()
+          .describe('Present when the step is part of a loop body'),
+      }),
+      annotations: READ_ONLY,
+      handler: async ({ workflowId, currentStep, completedSteps, context }) => {
+        await registry.ready();
+        const { workflow } = requireWorkflow(registry, workflowId);
+        checkStepIds(workflow, currentStep === undefined ? completedSteps : [currentStep, ...completedSteps]);
+        const next = nextStep(workflow, completedSteps, context ?? {});
+        const guidance = next.step
+          ? buildGuidance(workflow, next.step, next.context, next.loop)
+          : {
+              prompt: `Workflow "${workflow.name}" is complete: every applicable step is done.`,
+              modelHint: 'general-purpose',
+              requiresConfirmation: false,
+              validationCriteria: [],
+            };
+        return {
+          step: next.step,
+          guidance,
+          isComplete: next.isComplete,
+          completedSteps: next.completedSteps,
+          context: next.context,
+          ...(next.loop ? { loop: next.loop } : {}),
+        };
+      },
+    }),
+    defineTool({
+      name: 'workflow_validate',
+      title: 'Validate step output',
+      description:
+        "Validates a step's output against the step's validation criteria (contains, regex, length, JSON Schema; and/or/not; context-aware).",
+      inputSchema: z.strictObject({
+        workflowId: IdSchema.describe('The workflow ID'),
+        stepId: StepIdSchema.describe('The step ID to validate'),
+        output: z.string().min(1).max(MAX_OUTPUT_CHARS).describe('The step output to validate'),
+        context: ContextSchema.optional().describe('Execution context for context-aware rules'),
+      }),
+      outputSchema: z.object({
+        valid: z.boolean().describe('Whether the output meets every applicable criterion'),
+        issues: z.array(z.string()).describe('Problems found (empty when valid)'),
+        suggestions: z.array(z.string()).describe('Actionable suggestions'),
+      }),
+      annotations: READ_ONLY,
+      handler: async ({ workflowId, stepId, output, context }) => {
+        await Promise.all([registry.ready(), engine.load()]);
+        const { workflow } = requireWorkflow(registry, workflowId);
+        const step = findPromptStep(workflow, stepId);
+        if (step === undefined)
+          fail({ code: 'step_not_found', message: 'Step not found', workflowId, stepId });
+        try {
+          engine.check(step.validationCriteria);
+          return engine.validate(step.validationCriteria, output, context ?? {});
+        } catch (error) {
+          if (!(error instanceof CriteriaError)) throw error;
+          if (error.kind === 'schema') {
+            fail({
+              code: 'workflow_invalid',
+              message: 'Invalid workflow',
+              workflowId,
+              violations: [
+                { path: `/steps/${stepId}/validationCriteria`, rule: 'schema', message: error.message },
+              ],
+            });
+          }
+          fail({
+            code: 'criteria_invalid',
+            message: 'Validation error',
+            workflowId,
+            stepId,
+            details: error.message,
+          });
+        }
+      },
+    }),
+  ];
+}

@@ -1,0 +1,71 @@
+import { extname } from 'node:path';
+import type { Violation } from './validate-definition.js';
+
+export type DefinitionFormat = 'json' | 'yaml';
+
+export const DEFINITION_EXTENSIONS: Readonly<Record<string, DefinitionFormat>> = {
+  '.json': 'json',
+  '.yaml': 'yaml',
+  '.yml': 'yaml',
+};
+
+export function formatOf(file: string): DefinitionFormat | undefined {
+  return DEFINITION_EXTENSIONS[extname(file).toLowerCase()];
+}
+
+export type SyntaxViolation = Violation & { line?: number; column?: number };
+
+export type ParseResult = { ok: true; data: unknown } | { ok: false; violations: SyntaxViolation[] };
+
+/**
+ * Parses definition text. Syntax errors come back as violations with a line and column. The YAML
+ * library is loaded on first use so start-up does not pay for it.
+ */
+export async function parseDefinition(text: string, format: DefinitionFormat): Promise<ParseResult> {
+  if (format === 'json') return parseJson(text);
+  // `yaml` is CommonJS: bundled, its namespace carries the API on `default`; under tsc/vitest, directly.
+  const mod = (await import('yaml')) as typeof import('yaml') & { default?: typeof import('yaml') };
+  return parseYaml(text, mod.default ?? mod);
+}
+
+function parseJson(text: string): ParseResult {
+  try {
+    return { ok: true, data: JSON.parse(text) };
+  } catch (error) {
+    const message = (error as Error).message;
+    const pos = /position (\d+)/.exec(message);
+    const where = pos?.[1] !== undefined ? lineColumn(text, Number(pos[1])) : undefined;
+    return {
+      ok: false,
+      violations: [{ path: '', rule: 'syntax', message: `invalid JSON: ${message}`, ...(where ?? {}) }],
+    };
+  }
+}
+
+function parseYaml(text: string, YAML: typeof import('yaml')): ParseResult {
+  const doc = YAML.parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    return {
+      ok: false,
+      violations: doc.errors.slice(0, 10).map((e) => ({
+        path: '',
+        rule: 'syntax',
+        message: `invalid YAML: ${e.message.split('\n')[0]}`,
+        ...(e.linePos?.[0] ? { line: e.linePos[0].line, column: e.linePos[0].col } : {}),
+      })),
+    };
+  }
+  return { ok: true, data: doc.toJS({ maxAliasCount: 100 }) };
+}
+
+function lineColumn(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let last = -1;
+  for (let i = 0; i < offset && i < text.length; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      last = i;
+    }
+  }
+  return { line, column: offset - last };
+}

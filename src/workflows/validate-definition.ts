@@ -1,0 +1,180 @@
+import type * as z from 'zod';
+import { isLoopStep, type Workflow, WorkflowSchema } from './model.js';
+
+/** One reason a workflow definition is invalid. `path` is a JSON Pointer into the definition. */
+export interface Violation {
+  path: string;
+  rule: string;
+  message: string;
+  expected?: string;
+  actual?: string;
+}
+
+export type DefinitionResult = { ok: true; workflow: Workflow } | { ok: false; violations: Violation[] };
+
+/** Checks a parsed definition against the workflow schema and the rules a schema cannot express. */
+export function validateDefinition(data: unknown): DefinitionResult {
+  const parsed = WorkflowSchema.safeParse(data);
+  if (!parsed.success) return { ok: false, violations: issuesToViolations(parsed.error.issues, data) };
+  const semantic = semanticViolations(parsed.data);
+  return semantic.length > 0 ? { ok: false, violations: semantic } : { ok: true, workflow: parsed.data };
+}
+
+export function toPointer(path: ReadonlyArray<PropertyKey>): string {
+  return path.map((p) => `/${String(p).replaceAll('~', '~0').replaceAll('/', '~1')}`).join('');
+}
+
+function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
+  let cur = root;
+  for (const key of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return cur;
+}
+
+function describeValue(value: unknown): string {
+  if (value === undefined) return 'missing';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return `array(${value.length})`;
+  if (typeof value === 'object') return 'object';
+  const text = JSON.stringify(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+type Issue = z.core.$ZodIssue;
+
+function issuesToViolations(issues: readonly Issue[], root: unknown, base: PropertyKey[] = []): Violation[] {
+  const out: Violation[] = [];
+  for (const issue of issues) {
+    const path = [...base, ...issue.path];
+    if (issue.code === 'invalid_union' && issue.errors.length > 0) {
+      // Report the alternative that came closest rather than every branch's complaints.
+      const best = [...issue.errors].sort((a, b) => a.length - b.length)[0] ?? [];
+      const nearest = best.filter((i) => !(i.code === 'unrecognized_keys' && best.length > 1));
+      out.push(...issuesToViolations(nearest.length > 0 ? nearest : best, root, path));
+      continue;
+    }
+    out.push(issueToViolation(issue, path, root));
+  }
+  return dedupe(out);
+}
+
+function issueToViolation(issue: Issue, path: PropertyKey[], root: unknown): Violation {
+  const pointer = toPointer(path);
+  const actualValue = valueAt(root, path);
+  switch (issue.code) {
+    case 'invalid_type':
+      return {
+        path: pointer,
+        rule: actualValue === undefined ? 'required' : 'type',
+        message:
+          actualValue === undefined ? `${pointer || 'value'} is required` : `must be ${issue.expected}`,
+        expected: issue.expected,
+        actual: describeValue(actualValue),
+      };
+    case 'too_small':
+    case 'too_big': {
+      const bound = issue.code === 'too_small' ? 'minimum' : 'maximum';
+      const limit = String(issue.code === 'too_small' ? issue.minimum : issue.maximum);
+      return {
+        path: pointer,
+        rule: issue.origin === 'string' || issue.origin === 'array' ? `${bound}Length` : bound,
+        message: issue.message,
+        expected: `${bound === 'minimum' ? '>=' : '<='} ${limit}`,
+        actual: describeValue(actualValue),
+      };
+    }
+    case 'invalid_format':
+      return {
+        path: pointer,
+        rule: 'pattern',
+        message: `must match ${'pattern' in issue && issue.pattern ? issue.pattern : issue.format}`,
+        expected: 'pattern' in issue && issue.pattern ? String(issue.pattern) : issue.format,
+        actual: describeValue(actualValue),
+      };
+    case 'unrecognized_keys':
+      return {
+        path: pointer,
+        rule: 'additionalProperties',
+        message: `unknown propert${issue.keys.length > 1 ? 'ies' : 'y'} ${issue.keys.map((k) => `"${k}"`).join(', ')}`,
+        actual: issue.keys.join(', '),
+      };
+    case 'invalid_value':
+      return {
+        path: pointer,
+        rule: 'enum',
+        message: issue.message,
+        expected: issue.values.map((v) => JSON.stringify(v)).join(' | '),
+        actual: describeValue(actualValue),
+      };
+    default:
+      return { path: pointer, rule: issue.code, message: issue.message, actual: describeValue(actualValue) };
+  }
+}
+
+function dedupe(violations: Violation[]): Violation[] {
+  const seen = new Set<string>();
+  return violations.filter((v) => {
+    const key = `${v.path}|${v.rule}|${v.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+function semanticViolations(workflow: Workflow): Violation[] {
+  const out: Violation[] = [];
+  const seen = new Map<string, string>();
+  const note = (id: string, path: string) => {
+    const first = seen.get(id);
+    if (first !== undefined) {
+      out.push({
+        path,
+        rule: 'uniqueStepId',
+        message: `step id "${id}" is already used at ${first}`,
+        actual: id,
+      });
+    } else {
+      seen.set(id, path);
+    }
+  };
+  workflow.steps.forEach((step, i) => {
+    note(step.id, `/steps/${i}/id`);
+    if (isLoopStep(step) && Array.isArray(step.body)) {
+      step.body.forEach((inner, j) => {
+        note(inner.id, `/steps/${i}/body/${j}/id`);
+      });
+    }
+  });
+  const bodyRefs = new Map<string, number>();
+  workflow.steps.forEach((step, i) => {
+    if (!isLoopStep(step) || typeof step.body !== 'string') return;
+    const target = workflow.steps.find((s) => s.id === step.body);
+    const path = `/steps/${i}/body`;
+    if (target === undefined) {
+      out.push({
+        path,
+        rule: 'loopBody',
+        message: `loop body names unknown step "${step.body}"`,
+        actual: step.body,
+      });
+    } else if (target === step || isLoopStep(target)) {
+      out.push({
+        path,
+        rule: 'loopBody',
+        message: `loop body "${step.body}" must be a prompt step other than the loop itself`,
+        actual: step.body,
+      });
+    } else if (bodyRefs.has(step.body)) {
+      out.push({
+        path,
+        rule: 'loopBody',
+        message: `step "${step.body}" is already the body of another loop`,
+        actual: step.body,
+      });
+    }
+    bodyRefs.set(step.body, i);
+  });
+  return out;
+}

@@ -1,0 +1,112 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CLI, FIXTURES, ROOT, type Sandbox, sandbox } from './helpers/server.js';
+
+let sb: Sandbox;
+afterEach(() => sb?.cleanup());
+
+function run(args: string[], cwd?: string) {
+  sb ??= sandbox();
+  const res = spawnSync(process.execPath, [CLI, ...args], {
+    env: sb.env,
+    cwd: cwd ?? sb.project,
+    encoding: 'utf8',
+  });
+  return { code: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+describe('cli', () => {
+  it('--version prints the package version and --help lists every command', () => {
+    sb = sandbox();
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(run(['--version']).stdout.trim()).toBe(pkg.version);
+    const help = run(['--help']);
+    expect(help.code).toBe(0);
+    for (const cmd of ['serve', 'list', 'validate', 'init', 'sources', 'schema'])
+      expect(help.stdout).toContain(cmd);
+  });
+
+  it('list prints the bundled workflows, --json in the workflow_list shape', () => {
+    sb = sandbox();
+    const text = run(['list']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('ai-task-implementation');
+    const json = JSON.parse(run(['list', '--json']).stdout) as {
+      workflows: { id: string }[];
+      broken: unknown[];
+    };
+    expect(json.workflows.length).toBeGreaterThanOrEqual(7);
+    expect(json.broken).toEqual([]);
+  });
+
+  it('validate passes valid files and fails invalid ones with readable violations', () => {
+    sb = sandbox();
+    const ok = run([
+      'validate',
+      join(FIXTURES, 'valid', 'loops-demo.yaml'),
+      join(FIXTURES, 'valid', 'conditions-demo.json'),
+    ]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain('2 valid, 0 invalid');
+    const bad = run([
+      'validate',
+      join(FIXTURES, 'invalid', 'broken-schema.yaml'),
+      join(FIXTURES, 'invalid', 'broken-syntax.json'),
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toMatch(/FAIL .*broken-schema\.yaml/);
+    expect(bad.stdout).toContain('/version');
+    expect(bad.stdout).toMatch(/broken-syntax\.json\n.*line \d+/);
+    const criteria = run(['validate', join(FIXTURES, 'valid', 'rules-demo.json')]);
+    expect(criteria.code).toBe(1);
+    expect(criteria.stdout).toContain('regex pattern');
+    expect(run(['validate']).code).toBe(2);
+    expect(run(['validate', join(sb.root, 'missing.json')]).stdout).toContain('file not found');
+  });
+
+  it('validate accepts every bundled workflow', () => {
+    sb = sandbox();
+    const res = run([
+      'validate',
+      ...['ai-task-implementation.json', 'coding-task-workflow.json'].map((f) => join(ROOT, 'workflows', f)),
+    ]);
+    expect(res.code).toBe(0);
+  });
+
+  it('init scaffolds a project workflow the server then serves, and never overwrites', () => {
+    sb = sandbox();
+    const first = run(['init']);
+    expect(first.code).toBe(0);
+    const file = join(sb.project, '.workflowlookup', 'workflows', 'my-first-workflow.yaml');
+    expect(existsSync(file)).toBe(true);
+    expect(run(['validate', file]).code).toBe(0);
+    expect(run(['list']).stdout).toContain('my-first-workflow');
+    expect(run(['init']).code).toBe(1);
+  });
+
+  it('sources shows each source and where every workflow comes from', () => {
+    sb = sandbox();
+    run(['init']);
+    const res = run(['sources']);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(/bundled\s+\S+workflows/);
+    expect(res.stdout).toMatch(/my-first-workflow\s+project/);
+    expect(res.stdout).toContain(`Runtime (writable) dir: ${sb.runtime}`);
+  });
+
+  it('schema prints the committed workflow JSON Schema', () => {
+    sb = sandbox();
+    const printed = JSON.parse(run(['schema']).stdout);
+    const committed = JSON.parse(readFileSync(join(ROOT, 'schema', 'workflow.schema.json'), 'utf8'));
+    expect(printed).toEqual(committed);
+  });
+
+  it('rejects an unknown command', () => {
+    sb = sandbox();
+    const res = run(['frobnicate']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('Unknown command');
+  });
+});

@@ -1,0 +1,130 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+
+export const ROOT = resolve(import.meta.dirname, '..', '..');
+export const CLI = join(ROOT, 'dist', 'cli.js');
+export const FIXTURES = join(ROOT, 'test', 'fixtures');
+
+/** An isolated home, project dir and runtime dir, so no test sees the developer's own workflows. */
+export interface Sandbox {
+  root: string;
+  home: string;
+  project: string;
+  runtime: string;
+  env: Record<string, string>;
+  cleanup(): void;
+}
+
+export function sandbox(extraEnv: Record<string, string> = {}): Sandbox {
+  const root = mkdtempSync(join(tmpdir(), 'wl-test-'));
+  const home = join(root, 'home');
+  const project = join(root, 'project');
+  const runtime = join(root, 'runtime');
+  for (const d of [home, project, runtime]) mkdirSync(d, { recursive: true });
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    WORKFLOWLOOKUP_WORKFLOWS_PATH: runtime,
+    ...extraEnv,
+  };
+  return { root, home, project, runtime, env, cleanup: () => rmSync(root, { recursive: true, force: true }) };
+}
+
+export const INIT = {
+  jsonrpc: '2.0',
+  id: 'init',
+  method: 'initialize',
+  params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'raw', version: '1.0.0' } },
+};
+
+/** A server spoken to in raw JSON-RPC lines. */
+export class RawServer {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly lines: string[] = [];
+  stderr = '';
+  private waiters: (() => void)[] = [];
+  private partial = '';
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(opts: { env: Record<string, string>; cwd: string; args?: string[] }) {
+    this.child = spawn(process.execPath, [CLI, ...(opts.args ?? [])], { env: opts.env, cwd: opts.cwd });
+    this.child.stdout.setEncoding('utf8');
+    this.child.stdout.on('data', (chunk: string) => {
+      this.partial += chunk;
+      const parts = this.partial.split('\n');
+      this.partial = parts.pop() ?? '';
+      this.lines.push(...parts);
+      for (const w of this.waiters.splice(0)) w();
+    });
+    this.child.stderr.setEncoding('utf8');
+    this.child.stderr.on('data', (chunk: string) => {
+      this.stderr += chunk;
+    });
+    this.exited = new Promise((res) => this.child.on('exit', (code, signal) => res({ code, signal })));
+  }
+
+  send(message: unknown): void {
+    this.child.stdin.write(`${typeof message === 'string' ? message : JSON.stringify(message)}\n`);
+  }
+
+  /** Waits until at least `count` lines arrived and returns them parsed (all must be JSON). */
+  async read(count: number, timeoutMs = 10_000): Promise<Record<string, unknown>[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.lines.length < count) {
+      if (Date.now() > deadline) {
+        throw new Error(
+          `timed out waiting for ${count} lines; got ${this.lines.length}: ${this.lines.join('\n')}\n${this.stderr}`,
+        );
+      }
+      await new Promise<void>((res) => {
+        this.waiters.push(res);
+        setTimeout(res, 50);
+      });
+    }
+    return this.lines.slice(0, count).map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+
+  /** Sends a request and returns the response with the same id. */
+  async request(id: string | number, method: string, params?: unknown): Promise<Record<string, unknown>> {
+    const before = this.lines.length;
+    this.send({ jsonrpc: '2.0', id, method, ...(params !== undefined ? { params } : {}) });
+    const all = await this.read(before + 1);
+    for (let i = before; ; i++) {
+      const msg = all[i] ?? (await this.read(i + 1))[i];
+      if (msg && msg.id === id) return msg;
+    }
+  }
+
+  async initialize(): Promise<Record<string, unknown>> {
+    return this.request(INIT.id, INIT.method, INIT.params);
+  }
+
+  kill(): void {
+    if (this.child.exitCode === null) this.child.kill('SIGKILL');
+  }
+}
+
+/** A real SDK client connected to the built server over stdio. */
+export async function connectClient(
+  sb: Sandbox,
+  options: { args?: string[]; env?: Record<string, string>; pin?: string } = {},
+): Promise<{ client: Client; close: () => Promise<void> }> {
+  const client = new Client(
+    { name: 'workflowlookup-tests', version: '1.0.0' },
+    options.pin ? { versionNegotiation: { mode: { pin: options.pin } } } : {},
+  );
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, ...(options.args ?? [])],
+    env: { ...sb.env, ...(options.env ?? {}) },
+    cwd: sb.project,
+    stderr: 'pipe',
+  });
+  await client.connect(transport);
+  return { client, close: () => client.close() };
+}
