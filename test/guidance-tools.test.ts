@@ -250,6 +250,25 @@ describe('workflow_next loops', () => {
     ]);
   });
 
+  it('tells the agent when a loop stopped at maxIterations without meeting its condition', async () => {
+    const res = await call('workflow_next', {
+      workflowId: 'loops-demo',
+      completedSteps: ['intro', 'fix', 'run-tests'],
+      context: { _loops: { 'retry-loop': { iteration: 3 } }, testsPassing: false },
+    });
+    expect(res.step.id).toBe('outro');
+    expect(res.notices).toEqual([
+      'Loop "Fix until green" stopped after reaching its limit of 3 iterations; its exit condition was not met.',
+    ]);
+    expect(res.guidance.prompt).toContain('stopped after reaching its limit');
+    const passed = await call('workflow_next', {
+      workflowId: 'loops-demo',
+      completedSteps: ['intro', 'fix', 'run-tests'],
+      context: { _loops: { 'retry-loop': { iteration: 3 } }, testsPassing: true },
+    });
+    expect(passed.notices).toBeUndefined();
+  });
+
   it('reports loop position and the forEach item in guidance', async () => {
     const res = await call('workflow_next', {
       workflowId: 'loops-demo',
@@ -257,9 +276,15 @@ describe('workflow_next loops', () => {
       context: { review: { files: ['x.ts'] } },
     });
     expect(res.step.id).toBe('review-file');
-    expect(res.loop).toMatchObject({ loopId: 'files-loop', iteration: 1, total: 1, type: 'forEach' });
+    expect(res.loop).toMatchObject({
+      loopId: 'files-loop',
+      iteration: 1,
+      total: 1,
+      type: 'forEach',
+      item: { var: 'file', value: 'x.ts' },
+    });
     expect(res.context.file).toBe('x.ts');
-    expect(res.guidance.prompt).toContain('iteration 1 of 1');
+    expect(res.guidance.prompt).toContain('iteration 1 of 1. Current item (file): "x.ts"');
   });
 
   it('evaluates requireConfirmation conditions', async () => {

@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { type ConfigOptions, loadConfig } from '../config.js';
-import { CriteriaError, ValidationEngine } from '../engine/validation-engine.js';
+import { ValidationEngine } from '../engine/validation-engine.js';
 import { runStdioServer } from '../protocol/serve-stdio.js';
-import { isLoopStep, workflowJsonSchema } from '../workflows/model.js';
+import { workflowJsonSchema } from '../workflows/model.js';
 import { formatOf, parseDefinition, type SyntaxViolation } from '../workflows/parse.js';
 import { MAX_DEFINITION_BYTES, WorkflowRegistry } from '../workflows/registry.js';
 import { validateDefinition } from '../workflows/validate-definition.js';
@@ -85,6 +85,22 @@ function printViolation(v: SyntaxViolation): string {
   return `  ${v.path || '(root)'}${where}: ${v.message} [${v.rule}]${detail ? ` (${detail})` : ''}`;
 }
 
+/** Everything wrong with one definition file: syntax, schema, semantics and unevaluable criteria. */
+async function fileViolations(file: string, engine: ValidationEngine): Promise<SyntaxViolation[]> {
+  const format = formatOf(file);
+  if (format === undefined)
+    return [{ path: '', rule: 'format', message: 'file must end in .json, .yaml or .yml' }];
+  if (!existsSync(file)) return [{ path: '', rule: 'exists', message: 'file not found' }];
+  const text = readFileSync(file, 'utf8');
+  if (Buffer.byteLength(text) > MAX_DEFINITION_BYTES) {
+    return [{ path: '', rule: 'maxFileSize', message: `larger than ${MAX_DEFINITION_BYTES} bytes` }];
+  }
+  const parsed = await parseDefinition(text, format);
+  if (!parsed.ok) return parsed.violations;
+  const result = validateDefinition(parsed.data);
+  return result.ok ? engine.checkWorkflow(result.workflow) : result.violations;
+}
+
 async function validateFiles(files: string[]): Promise<number> {
   if (files.length === 0) {
     process.stderr.write('validate: name at least one workflow file\n');
@@ -94,44 +110,7 @@ async function validateFiles(files: string[]): Promise<number> {
   await engine.load();
   let failures = 0;
   for (const file of files) {
-    const format = formatOf(file);
-    let violations: SyntaxViolation[] = [];
-    if (format === undefined) {
-      violations = [{ path: '', rule: 'format', message: 'file must end in .json, .yaml or .yml' }];
-    } else if (!existsSync(file)) {
-      violations = [{ path: '', rule: 'exists', message: 'file not found' }];
-    } else {
-      const text = readFileSync(file, 'utf8');
-      if (Buffer.byteLength(text) > MAX_DEFINITION_BYTES) {
-        violations = [
-          { path: '', rule: 'maxFileSize', message: `larger than ${MAX_DEFINITION_BYTES} bytes` },
-        ];
-      } else {
-        const parsed = await parseDefinition(text, format);
-        if (!parsed.ok) violations = parsed.violations;
-        else {
-          const result = validateDefinition(parsed.data);
-          if (!result.ok) violations = result.violations;
-          else {
-            result.workflow.steps.forEach((step, i) => {
-              const inner = isLoopStep(step) ? (Array.isArray(step.body) ? step.body : []) : [step];
-              for (const s of inner) {
-                try {
-                  engine.check(s.validationCriteria);
-                } catch (error) {
-                  if (!(error instanceof CriteriaError)) throw error;
-                  violations.push({
-                    path: `/steps/${i}/validationCriteria`,
-                    rule: 'criteria',
-                    message: error.message,
-                  });
-                }
-              }
-            });
-          }
-        }
-      }
-    }
+    const violations = await fileViolations(file, engine);
     if (violations.length === 0) {
       process.stdout.write(`ok    ${file}\n`);
     } else {

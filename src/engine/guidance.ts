@@ -14,6 +14,10 @@ export interface Guidance {
 export const DEFAULT_MODEL_HINT = 'general-purpose';
 export const REASONING_MODEL_HINT = 'model-with-strong-reasoning';
 
+function truncate(text: string): string {
+  return text.length > 500 ? `${text.slice(0, 497)}...` : text;
+}
+
 export function requiresConfirmation(step: PromptStep, context: Context): boolean {
   const rc = step.requireConfirmation;
   if (rc === undefined) return false;
@@ -29,12 +33,16 @@ export function buildGuidance(
   step: PromptStep,
   context: Context,
   loop?: LoopPosition,
+  notices: readonly string[] = [],
 ): Guidance {
-  const parts: string[] = [];
+  const parts: string[] = [...notices];
   if (step.agentRole) parts.push(`Role: ${step.agentRole}`);
   if (loop) {
     const of = loop.total !== undefined ? ` of ${loop.total}` : ` (at most ${loop.maxIterations})`;
-    parts.push(`Loop "${loop.title}": iteration ${loop.iteration}${of}.`);
+    const item = loop.item
+      ? ` Current item (${loop.item.var}): ${truncate(JSON.stringify(loop.item.value) ?? 'null')}`
+      : '';
+    parts.push(`Loop "${loop.title}": iteration ${loop.iteration}${of}.${item}`);
   }
   parts.push(`Step: ${step.title}\n${step.prompt}`);
   if (step.askForFiles) parts.push('Before you start, ask the user for the files relevant to this step.');

@@ -17,6 +17,8 @@ export interface LoopPosition {
   maxIterations: number;
   /** forEach only: number of items. */
   total?: number;
+  /** forEach only: the item of this iteration and the context variable holding it. */
+  item?: { var: string; value: unknown };
 }
 
 export interface NextStep {
@@ -27,6 +29,8 @@ export interface NextStep {
   /** The completed step ids to send with the next call (body ids are cleared between iterations). */
   completedSteps: string[];
   loop?: LoopPosition;
+  /** Things the agent should know, e.g. a loop that ended because it hit maxIterations. */
+  notices: string[];
 }
 
 /** Every step id the workflow defines, including inline loop bodies. */
@@ -84,6 +88,7 @@ export function nextStep(
   const context: Context = { ...inputContext };
   const loops: Record<string, LoopState> = { ...(asRecord(context[LOOPS_KEY]) as Record<string, LoopState>) };
   const bodyRefs = loopBodyRefs(workflow);
+  const notices: string[] = [];
   const result = (step: PromptStep | null, loop?: LoopPosition): NextStep => {
     if (Object.keys(loops).length > 0) context[LOOPS_KEY] = loops;
     else delete context[LOOPS_KEY];
@@ -93,6 +98,7 @@ export function nextStep(
       context,
       completedSteps: [...completed],
       ...(loop ? { loop } : {}),
+      notices,
     };
   };
 
@@ -103,7 +109,7 @@ export function nextStep(
       continue;
     }
     if (!runs(step, context) && loops[step.id] === undefined) continue;
-    const found = advanceLoop(workflow, step, completed, context, loops);
+    const found = advanceLoop(workflow, step, completed, context, loops, notices);
     if (found) return result(found.step, found.position);
     completed.add(step.id);
   }
@@ -116,12 +122,13 @@ function advanceLoop(
   completed: Set<string>,
   context: Context,
   loops: Record<string, LoopState>,
+  notices: string[],
 ): { step: PromptStep; position: LoopPosition } | undefined {
   const body = bodyOf(workflow, loop);
   const cfg = loop.loop;
   let iteration = sanitizeIteration(loops[loop.id]?.iteration);
   if (iteration === 0) {
-    if (!shouldRun(loop, 1, context, true)) return finish(loop, body, completed, context, loops);
+    if (!shouldRun(loop, 1, context, true)) return finish(loop, body, completed, loops);
     iteration = 1;
   } else {
     setLoopVars(loop, iteration, context);
@@ -139,12 +146,24 @@ function advanceLoop(
           type: cfg.type,
           iteration,
           maxIterations: cfg.maxIterations,
-          ...(Array.isArray(items) ? { total: items.length } : {}),
+          ...(cfg.type === 'forEach' && Array.isArray(items)
+            ? {
+                total: items.length,
+                item: { var: cfg.itemVar ?? 'currentItem', value: items[iteration - 1] },
+              }
+            : {}),
         },
       };
     }
     for (const s of body) completed.delete(s.id);
-    if (!shouldRun(loop, iteration + 1, context, false)) return finish(loop, body, completed, context, loops);
+    if (!shouldRun(loop, iteration + 1, context, false)) {
+      if (iteration + 1 > cfg.maxIterations && wouldContinue(loop, context)) {
+        notices.push(
+          `Loop "${loop.title}" stopped after reaching its limit of ${cfg.maxIterations} iterations; its exit condition was not met.`,
+        );
+      }
+      return finish(loop, body, completed, loops);
+    }
     iteration += 1;
   }
 }
@@ -180,6 +199,14 @@ function shouldRun(loop: LoopStep, n: number, context: Context, first: boolean):
   return go;
 }
 
+/** Whether the loop's own condition still asks for more iterations (used to report a capped loop). */
+function wouldContinue(loop: LoopStep, context: Context): boolean {
+  const cfg = loop.loop;
+  if (cfg.type === 'while') return evaluateCondition(cfg.condition, context);
+  if (cfg.type === 'until') return !evaluateCondition(cfg.condition, context);
+  return true;
+}
+
 function setLoopVars(loop: LoopStep, n: number, context: Context): void {
   const cfg = loop.loop;
   context[cfg.iterationVar ?? 'currentIteration'] = n;
@@ -196,7 +223,6 @@ function finish(
   loop: LoopStep,
   body: PromptStep[],
   completed: Set<string>,
-  _context: Context,
   loops: Record<string, LoopState>,
 ): undefined {
   delete loops[loop.id];

@@ -1,7 +1,14 @@
 import type { Ajv, Options, ValidateFunction } from 'ajv';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { RE2JS } from 're2js';
-import type { ValidationCriteria, ValidationCriterion, ValidationRule } from '../workflows/model.js';
+import {
+  isLoopStep,
+  type ValidationCriteria,
+  type ValidationCriterion,
+  type ValidationRule,
+  type Workflow,
+} from '../workflows/model.js';
+import type { Violation } from '../workflows/validate-definition.js';
 import { type Context, evaluateCondition } from './conditions.js';
 
 export interface ValidationResult {
@@ -112,6 +119,42 @@ export class ValidationEngine {
   check(criteria: ValidationCriteria | undefined): void {
     if (criteria === undefined) return;
     for (const c of Array.isArray(criteria) ? criteria : [criteria]) this.checkOne(c);
+  }
+
+  /** Every rule of every step that cannot be evaluated, as violations (one per rule). */
+  checkWorkflow(workflow: Workflow): Violation[] {
+    const out: Violation[] = [];
+    const visit = (c: ValidationCriterion, path: string) => {
+      if ('and' in c || 'or' in c) {
+        const key = 'and' in c ? 'and' : 'or';
+        ('and' in c ? c.and : c.or).forEach((x, i) => {
+          visit(x, `${path}/${key}/${i}`);
+        });
+      } else if ('not' in c) visit(c.not, `${path}/not`);
+      else {
+        try {
+          this.checkOne(c);
+        } catch (error) {
+          if (!(error instanceof CriteriaError)) throw error;
+          out.push({ path, rule: 'criteria', message: error.message });
+        }
+      }
+    };
+    workflow.steps.forEach((step, i) => {
+      const steps = isLoopStep(step)
+        ? (Array.isArray(step.body) ? step.body : []).map((s, j) => [s, `/steps/${i}/body/${j}`] as const)
+        : [[step, `/steps/${i}`] as const];
+      for (const [s, path] of steps) {
+        const criteria = s.validationCriteria;
+        if (criteria === undefined) continue;
+        if (Array.isArray(criteria)) {
+          criteria.forEach((c, k) => {
+            visit(c, `${path}/validationCriteria/${k}`);
+          });
+        } else visit(criteria, `${path}/validationCriteria`);
+      }
+    });
+    return out;
   }
 
   private checkOne(c: ValidationCriterion): void {

@@ -157,9 +157,20 @@ export function guidanceTools({ registry, engine }: GuidanceDeps): ToolDefinitio
             iteration: z.number().describe('1-based iteration in progress'),
             maxIterations: z.number().describe('Iteration cap'),
             total: z.number().optional().describe('forEach: number of items'),
+            item: z
+              .object({
+                var: z.string().describe('Context variable'),
+                value: z.unknown().describe('The item'),
+              })
+              .optional()
+              .describe('forEach: the current item'),
           })
           .optional()
           .describe('Present when the step is part of a loop body'),
+        notices: z
+          .array(z.string())
+          .optional()
+          .describe('Things to know, e.g. a loop that stopped at its iteration limit'),
       }),
       annotations: READ_ONLY,
       handler: async ({ workflowId, currentStep, completedSteps, context }) => {
@@ -168,9 +179,12 @@ export function guidanceTools({ registry, engine }: GuidanceDeps): ToolDefinitio
         checkStepIds(workflow, currentStep === undefined ? completedSteps : [currentStep, ...completedSteps]);
         const next = nextStep(workflow, completedSteps, context ?? {});
         const guidance = next.step
-          ? buildGuidance(workflow, next.step, next.context, next.loop)
+          ? buildGuidance(workflow, next.step, next.context, next.loop, next.notices)
           : {
-              prompt: `Workflow "${workflow.name}" is complete: every applicable step is done.`,
+              prompt: [
+                ...next.notices,
+                `Workflow "${workflow.name}" is complete: every applicable step is done.`,
+              ].join('\n\n'),
               modelHint: 'general-purpose',
               requiresConfirmation: false,
               validationCriteria: [],
@@ -182,6 +196,7 @@ export function guidanceTools({ registry, engine }: GuidanceDeps): ToolDefinitio
           completedSteps: next.completedSteps,
           context: next.context,
           ...(next.loop ? { loop: next.loop } : {}),
+          ...(next.notices.length > 0 ? { notices: next.notices } : {}),
         };
       },
     }),
