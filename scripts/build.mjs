@@ -10,6 +10,8 @@ await build({
   entryNames: 'cli',
   chunkNames: 'chunks/[name]-[hash]',
   splitting: true,
+  // A native module: loaded from node_modules at run time.
+  external: ['better-sqlite3'],
   bundle: true,
   platform: 'node',
   format: 'esm',

@@ -16,7 +16,15 @@ export interface Config {
   version: string;
   sources: WorkflowSource[];
   runtimeDir: string;
+  /** Persona directories: the `agents` directory beside each workflow source, same precedence. */
+  agentDirs: string[];
+  /** Where executions live (SQLite file, token secret). */
+  dataDir: string;
+  tokenTtlMs: number;
+  tokenSecret: string | undefined;
 }
+
+export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 60 * 60;
 
 export interface ConfigOptions {
   env?: NodeJS.ProcessEnv;
@@ -49,6 +57,12 @@ export function findPackageRoot(): string {
     if (parent === dir) throw new Error('workflowlookup: cannot find the package root');
     dir = parent;
   }
+}
+
+function userDataDir(env: NodeJS.ProcessEnv): string {
+  if (process.platform === 'win32') return env.LOCALAPPDATA ?? join(homedir(), 'AppData', 'Local');
+  if (process.platform === 'darwin') return join(homedir(), 'Library', 'Application Support');
+  return env.XDG_DATA_HOME || join(homedir(), '.local', 'share');
 }
 
 function userConfigDir(env: NodeJS.ProcessEnv): string {
@@ -90,5 +104,18 @@ export function loadConfig(options: ConfigOptions = {}): Config {
 
   // The same directory named twice keeps only its highest-precedence position.
   const deduped = sources.filter((s, i) => !sources.slice(i + 1).some((later) => later.dir === s.dir));
-  return { packageRoot, version, sources: deduped, runtimeDir };
+  const ttl = Number(env.WORKFLOWLOOKUP_TOKEN_TTL_SECONDS || DEFAULT_TOKEN_TTL_SECONDS);
+  if (!Number.isFinite(ttl) || ttl <= 0) {
+    throw new Error('WORKFLOWLOOKUP_TOKEN_TTL_SECONDS must be a positive number of seconds');
+  }
+  return {
+    packageRoot,
+    version,
+    sources: deduped,
+    runtimeDir,
+    agentDirs: deduped.map((s) => join(dirname(s.dir), 'agents')),
+    dataDir: resolve(cwd, env.WORKFLOWLOOKUP_DATA_DIR || join(userDataDir(env), 'workflowlookup')),
+    tokenTtlMs: ttl * 1000,
+    tokenSecret: env.WORKFLOWLOOKUP_TOKEN_SECRET,
+  };
 }

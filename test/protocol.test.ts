@@ -235,14 +235,24 @@ describe('SDK client', () => {
     try {
       const tools = await client.listTools();
       expect(tools.tools.map((t) => t.name)).toContain('workflow_next');
-      for (const tool of tools.tools) {
-        expect(tool.annotations).toMatchObject({
-          readOnlyHint: true,
-          destructiveHint: false,
-          openWorldHint: false,
-        });
-        expect(tool.outputSchema).toBeDefined();
-      }
+      const hints = Object.fromEntries(
+        tools.tools.map((t) => [
+          t.name,
+          [t.annotations?.readOnlyHint, t.annotations?.destructiveHint, t.annotations?.openWorldHint],
+        ]),
+      );
+      expect(hints).toEqual({
+        workflow_list: [true, false, false],
+        workflow_get: [true, false, false],
+        workflow_next: [true, false, false],
+        workflow_validate: [true, false, false],
+        workflow_start: [false, false, false],
+        workflow_next_step: [false, false, false],
+        workflow_set_state: [false, true, false],
+        workflow_resume: [true, false, false],
+        workflow_executions: [true, false, false],
+      });
+      for (const tool of tools.tools) expect(tool.outputSchema).toBeDefined();
       const res = await client.callTool({ name: 'workflow_list', arguments: {} });
       expect(res.isError).toBeFalsy();
       const structured = res.structuredContent as { workflows: unknown[] };

@@ -10,7 +10,19 @@ export type DomainError =
   | { code: 'step_not_found'; message: string; workflowId: string; stepId: string }
   | { code: 'criteria_invalid'; message: string; workflowId: string; stepId: string; details: string }
   | { code: 'invalid_params'; message: string; details: string }
-  | { code: 'storage_error'; message: string; details: string };
+  | { code: 'storage_error'; message: string; details: string }
+  | { code: 'execution_not_found'; message: string; executionId: string }
+  /** The execution is not in a state that allows the request (stale or reused token, bad transition). */
+  | {
+      code: 'state_conflict';
+      message: string;
+      executionId: string;
+      state?: string;
+      allowed?: readonly string[];
+      details: string;
+    }
+  | { code: 'token_invalid'; message: string; details: string }
+  | { code: 'token_expired'; message: string; executionId: string; expiredAt: string; freshToken: string };
 
 export type DomainErrorCode = DomainError['code'];
 

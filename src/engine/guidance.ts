@@ -4,12 +4,12 @@ import type { LoopPosition } from './next-step.js';
 import { describeCriteria } from './validation-engine.js';
 
 /** Seed 002 `guidance` object. */
-export interface Guidance {
+export type Guidance = {
   prompt: string;
   modelHint: string;
   requiresConfirmation: boolean;
   validationCriteria: string[];
-}
+};
 
 export const DEFAULT_MODEL_HINT = 'general-purpose';
 export const REASONING_MODEL_HINT = 'model-with-strong-reasoning';

@@ -9,7 +9,7 @@ export interface LoopState {
   iteration: number;
 }
 
-export interface LoopPosition {
+export type LoopPosition = {
   loopId: string;
   title: string;
   type: LoopStep['loop']['type'];
@@ -19,7 +19,7 @@ export interface LoopPosition {
   total?: number;
   /** forEach only: the item of this iteration and the context variable holding it. */
   item?: { var: string; value: unknown };
-}
+};
 
 export interface NextStep {
   step: PromptStep | null;

@@ -59,6 +59,37 @@ export function domainToRpc(error: DomainError): RpcError {
       return { code: RpcCode.InvalidParams, message: 'Invalid params', data: { details: error.details } };
     case 'storage_error':
       return { code: RpcCode.StorageError, message: 'Storage error', data: { details: error.details } };
+    case 'execution_not_found':
+      return {
+        code: RpcCode.StateError,
+        message: 'Execution not found',
+        data: { executionId: error.executionId, details: error.message },
+      };
+    case 'state_conflict':
+      return {
+        code: RpcCode.StateError,
+        message: 'State error',
+        data: {
+          executionId: error.executionId,
+          details: error.details,
+          ...(error.state !== undefined ? { state: error.state } : {}),
+          ...(error.allowed !== undefined ? { allowed: error.allowed } : {}),
+        },
+      };
+    case 'token_invalid':
+      return { code: RpcCode.SecurityError, message: 'Security error', data: { details: error.details } };
+    case 'token_expired':
+      return {
+        code: RpcCode.SecurityError,
+        message: 'Token expired',
+        data: {
+          reason: 'expired',
+          executionId: error.executionId,
+          expiredAt: error.expiredAt,
+          details: error.message,
+          freshToken: error.freshToken,
+        },
+      };
   }
 }
 

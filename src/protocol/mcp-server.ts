@@ -1,7 +1,24 @@
-import { McpServer, type StandardSchemaWithJSON } from '@modelcontextprotocol/server';
+import {
+  McpServer,
+  ProtocolError,
+  ResourceNotFoundError,
+  ResourceTemplate,
+  type StandardSchemaWithJSON,
+  UriTemplate,
+  type Variables,
+} from '@modelcontextprotocol/server';
 import type * as z from 'zod';
+import { DomainFailure } from '../engine/errors.js';
+import type { ResourceDefinition } from '../faces/resource.js';
 import type { ToolDefinition } from '../faces/tool.js';
-import { formatIssues, RpcCode, type RpcError, toRpcError, toToolErrorResult } from './error-mapping.js';
+import {
+  domainToRpc,
+  formatIssues,
+  RpcCode,
+  type RpcError,
+  toRpcError,
+  toToolErrorResult,
+} from './error-mapping.js';
 
 export const SERVER_NAME = 'workflowlookup';
 
@@ -80,15 +97,96 @@ function textOf(result: Record<string, unknown>): string {
   return text;
 }
 
-/** Builds the SDK server with every tool registered for `tools/call`. */
-export function createMcpServer(runner: ToolRunner, version: string): McpServer {
+const NOT_FOUND = new Set([
+  'execution_not_found',
+  'workflow_not_found',
+  'workflow_invalid',
+  'step_not_found',
+]);
+
+/** Reads a resource; unknown ids become resource-not-found, other domain errors their JSON-RPC error. */
+async function readResource(resource: ResourceDefinition, uri: URL, variables: Record<string, string>) {
+  try {
+    const value = await resource.read(variables, uri);
+    return {
+      contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(value, null, 2) }],
+    };
+  } catch (error) {
+    if (!(error instanceof DomainFailure)) throw error;
+    if (NOT_FOUND.has(error.error.code)) {
+      throw new ResourceNotFoundError(uri.href, `Resource not found: ${uri.href} (${error.message})`);
+    }
+    const rpc = domainToRpc(error.error);
+    throw new ProtocolError(rpc.code, rpc.message, rpc.data);
+  }
+}
+
+/**
+ * The SDK matches `{?a,b}` only when every query parameter is present, in order. This template
+ * matches the path part with the SDK and reads any subset of the declared query parameters, in any
+ * order; path variables never swallow a query string.
+ */
+class QueryTolerantTemplate extends UriTemplate {
+  private readonly path: UriTemplate;
+  private readonly queryNames: string[];
+
+  constructor(template: string) {
+    super(template);
+    const query = /\{\?([^}]*)\}$/.exec(template);
+    this.queryNames = query?.[1]?.split(',').map((n) => n.trim()) ?? [];
+    this.path = new UriTemplate(query ? template.slice(0, query.index) : template);
+  }
+
+  override match(uri: string): Variables | null {
+    const q = uri.indexOf('?');
+    const vars = this.path.match(q === -1 ? uri : uri.slice(0, q));
+    if (vars === null) return null;
+    const params = new URLSearchParams(q === -1 ? '' : uri.slice(q + 1));
+    for (const name of this.queryNames) {
+      const value = params.get(name);
+      if (value !== null) vars[name] = value;
+    }
+    return vars;
+  }
+}
+
+function flatVariables(variables: Record<string, string | string[]>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(variables).map(([k, v]) => [k, Array.isArray(v) ? (v[0] ?? '') : v]),
+  );
+}
+
+/** Builds the SDK server with every tool and resource registered. */
+export function createMcpServer(
+  runner: ToolRunner,
+  resources: readonly ResourceDefinition[],
+  version: string,
+): McpServer {
   const server = new McpServer(
     { name: SERVER_NAME, version, description: 'Workflow Orchestration System MCP Server' } as {
       name: string;
       version: string;
     },
-    { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS },
+    {
+      capabilities: { tools: { listChanged: true }, resources: { listChanged: true } },
+      instructions: INSTRUCTIONS,
+    },
   );
+  for (const resource of resources) {
+    const meta = { title: resource.title, description: resource.description, mimeType: 'application/json' };
+    if (!resource.uri.includes('{')) {
+      server.registerResource(resource.name, resource.uri, meta, (uri) => readResource(resource, uri, {}));
+      continue;
+    }
+    const list = resource.list;
+    const template = new ResourceTemplate(new QueryTolerantTemplate(resource.uri), {
+      list: list ? async () => ({ resources: await list() }) : undefined,
+      ...(resource.complete ? { complete: resource.complete } : {}),
+    });
+    server.registerResource(resource.name, template, meta, (uri, variables) =>
+      readResource(resource, uri, flatVariables(variables as Record<string, string | string[]>)),
+    );
+  }
   for (const tool of runner.tools) {
     server.registerTool(
       tool.name,

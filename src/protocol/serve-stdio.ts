@@ -1,39 +1,83 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Config } from '../config.js';
 import { ValidationEngine } from '../engine/validation-engine.js';
+import type { ExecutionService } from '../faces/executions/execution-service.js';
+import { executionResources } from '../faces/executions/executions-resources.js';
+import { executionTools } from '../faces/executions/executions-tools.js';
 import { guidanceTools } from '../faces/guidance/guidance-tools.js';
+import type { ExecutionStore } from '../store/execution-store.js';
+import { PersonaRegistry } from '../workflows/personas.js';
 import { WorkflowRegistry } from '../workflows/registry.js';
 import { createMcpServer, createToolRunner } from './mcp-server.js';
 import { StdioWire } from './stdio-wire.js';
 
 const log = (line: string) => process.stderr.write(`[workflowlookup] ${line}\n`);
 
+/** Dotted names of seeds 003/004, accepted on tools/call and as direct methods. */
+export const TOOL_ALIASES: Readonly<Record<string, string>> = {
+  'workflow.start': 'workflow_start',
+  'workflow.next_step': 'workflow_next_step',
+  'workflow.set_state': 'workflow_set_state',
+  'workflow.resume': 'workflow_resume',
+  'workflow.executions': 'workflow_executions',
+};
+
 /** Runs the MCP server on stdin/stdout until `shutdown`, end of input, or SIGTERM/SIGINT. */
 export function runStdioServer(config: Config, options: { maxMessageBytes?: number } = {}): void {
   const registry = new WorkflowRegistry(config.sources);
+  const personas = new PersonaRegistry(config.agentDirs);
   const engine = new ValidationEngine();
-  const runner = createToolRunner(guidanceTools({ registry, engine }), log);
+
+  // The store (and the native SQLite module) is opened on first use, not at start-up.
+  let store: ExecutionStore | undefined;
+  let servicePromise: Promise<ExecutionService> | undefined;
+  const service = () => {
+    servicePromise ??= (async () => {
+      const [{ SqliteExecutionStore }, { ExecutionService }, { TokenService, loadTokenSecret }] =
+        await Promise.all([
+          import('../store/sqlite/sqlite-store.js'),
+          import('../faces/executions/execution-service.js'),
+          import('../faces/executions/tokens.js'),
+        ]);
+      store = new SqliteExecutionStore(config.dataDir);
+      const tokens = new TokenService(loadTokenSecret(config.dataDir, config.tokenSecret), config.tokenTtlMs);
+      return new ExecutionService({ store, registry, personas, engine, tokens });
+    })();
+    servicePromise.catch((error: unknown) => {
+      log(`cannot open the execution store in ${config.dataDir}: ${String(error)}`);
+      servicePromise = undefined;
+    });
+    return servicePromise;
+  };
+
+  const runner = createToolRunner([...guidanceTools({ registry, engine }), ...executionTools(service)], log);
+  const resources = executionResources(registry, service);
 
   let exiting = false;
   const exit = (code: number) => {
     if (exiting) return;
     exiting = true;
     registry.close();
-    // Let stdout drain so the last response (e.g. to shutdown) is not lost.
-    process.stdout.write('', () => process.exit(code));
+    personas.close();
+    const closing = store ? store.close() : Promise.resolve();
+    closing
+      .catch(() => undefined)
+      // Let stdout drain so the last response (e.g. to shutdown) is not lost.
+      .then(() => process.stdout.write('', () => process.exit(code)));
   };
 
   const wire = new StdioWire({
     stdin: process.stdin,
     stdout: process.stdout,
     directMethods: new Set(runner.tools.map((t) => t.name)),
+    aliases: TOOL_ALIASES,
     direct: (method, params) => runner.run(method, params),
     onExit: () => exit(0),
     log,
     ...(options.maxMessageBytes !== undefined ? { maxMessageBytes: options.maxMessageBytes } : {}),
   });
 
-  serveStdio(() => createMcpServer(runner, config.version), {
+  serveStdio(() => createMcpServer(runner, resources, config.version), {
     transport: wire,
     onerror: (error) => log(`protocol: ${error.message}`),
   });

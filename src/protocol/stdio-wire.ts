@@ -26,6 +26,8 @@ export interface StdioWireOptions {
   stdout: NodeJS.WritableStream;
   /** Tool names callable as plain JSON-RPC methods (seed 001 style). */
   directMethods: ReadonlySet<string>;
+  /** Alternative tool names (e.g. `workflow.start`) accepted on tools/call and as direct methods. */
+  aliases?: Readonly<Record<string, string>>;
   direct: DirectHandler;
   /** Called after `shutdown` was answered, or when stdin ended and every request was answered. */
   onExit: (reason: 'shutdown' | 'eof') => void;
@@ -274,8 +276,13 @@ export class StdioWire implements Transport {
   }
 
   private dispatch(msg: Json & { id: Id; method: string }): void {
-    const { id, method } = msg;
+    const { id } = msg;
+    const aliases = this.opts.aliases ?? {};
+    const method = aliases[msg.method] ?? msg.method;
     const params = msg.params as Json | undefined;
+    if (method === 'tools/call' && typeof params?.name === 'string' && aliases[params.name] !== undefined) {
+      params.name = aliases[params.name];
+    }
     const envelopeVersion = envelopeClaim(params);
 
     if (method === 'shutdown') {

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import { type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SourceKind, WorkflowSource } from '../config.js';
 import { DEFAULT_CATEGORY, type Workflow } from './model.js';
 import { type DefinitionFormat, formatOf, parseDefinition } from './parse.js';
 import { type Violation, validateDefinition } from './validate-definition.js';
+import { DirectoryWatcher } from './watch.js';
 
 /** Definition files larger than this are reported as broken instead of parsed. */
 export const MAX_DEFINITION_BYTES = 1024 * 1024;
@@ -62,8 +62,7 @@ interface View {
 export class WorkflowRegistry {
   private readonly files = new Map<string, Map<string, CachedFile>>();
   private view: View = { byId: new Map(), listing: { workflows: [], broken: [] } };
-  private readonly watchers: FSWatcher[] = [];
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly watcher = new DirectoryWatcher((dir) => this.onDirChange(dir));
   private loading: Promise<void> | undefined;
   private refreshing = Promise.resolve();
   private closed = false;
@@ -83,23 +82,12 @@ export class WorkflowRegistry {
 
   /** Starts watching every existing source directory. Watchers never keep the process alive. */
   watch(): void {
-    for (const source of this.sources) {
-      try {
-        const watcher = watch(source.dir, { persistent: false }, () => this.schedule(source));
-        watcher.on('error', () => watcher.close());
-        this.watchers.push(watcher);
-      } catch {
-        // A directory that does not exist yet is simply not watched.
-      }
-    }
+    for (const source of this.sources) this.watcher.add(source.dir);
   }
 
   close(): void {
     this.closed = true;
-    for (const w of this.watchers) w.close();
-    this.watchers.length = 0;
-    for (const t of this.timers.values()) clearTimeout(t);
-    this.timers.clear();
+    this.watcher.close();
   }
 
   /** Rescans every source now; used by tests and after writes. */
@@ -124,21 +112,15 @@ export class WorkflowRegistry {
     return this.view.byId.values();
   }
 
-  private schedule(source: WorkflowSource): void {
-    if (this.closed) return;
-    const pending = this.timers.get(source.dir);
-    if (pending) clearTimeout(pending);
-    const timer = setTimeout(() => {
-      this.timers.delete(source.dir);
-      this.refreshing = this.refreshing.then(async () => {
-        if (this.closed) return;
-        await this.scan(source);
-        this.rebuild();
-        this.onChange?.();
-      });
-    }, 50);
-    timer.unref();
-    this.timers.set(source.dir, timer);
+  private onDirChange(dir: string): void {
+    const source = this.sources.find((s) => s.dir === dir);
+    if (source === undefined) return;
+    this.refreshing = this.refreshing.then(async () => {
+      if (this.closed) return;
+      await this.scan(source);
+      this.rebuild();
+      this.onChange?.();
+    });
   }
 
   private async scan(source: WorkflowSource): Promise<void> {

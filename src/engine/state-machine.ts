@@ -1,0 +1,33 @@
+/** The seven execution states of seed 004 and the transitions between them. */
+export const EXECUTION_STATES = [
+  'idle',
+  'running',
+  'paused',
+  'completed',
+  'failed',
+  'abandoned',
+  'diverged',
+] as const;
+export type ExecutionState = (typeof EXECUTION_STATES)[number];
+
+/**
+ * Seed 004's transition table. The SQLite schema enforces the same table with a trigger, so a bug
+ * here cannot write an impossible state.
+ */
+export const TRANSITIONS: Readonly<Record<ExecutionState, readonly ExecutionState[]>> = {
+  idle: ['running'],
+  running: ['completed', 'failed', 'paused', 'abandoned', 'diverged'],
+  paused: ['running', 'abandoned'],
+  completed: [],
+  failed: [],
+  abandoned: [],
+  diverged: [],
+};
+
+export function canTransition(from: ExecutionState, to: ExecutionState): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+export function isTerminal(state: ExecutionState): boolean {
+  return TRANSITIONS[state].length === 0;
+}

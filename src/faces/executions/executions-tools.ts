@@ -1,0 +1,229 @@
+import * as z from 'zod';
+import { EXECUTION_STATES } from '../../engine/state-machine.js';
+import { IdSchema } from '../../workflows/model.js';
+import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
+import type { ExecutionService } from './execution-service.js';
+
+const ExecutionIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]+$/)
+  .min(1)
+  .max(64)
+  .describe('Execution id: letters, digits, _ and -, up to 64 characters');
+
+const ContextSchema = z
+  .record(z.string(), z.unknown())
+  .describe('Execution context: variables that step conditions read (taskScope, complexity, ...)');
+
+const ArtifactSchema = z.union([
+  z.string().min(1).max(256).describe('Id of an artifact kept elsewhere'),
+  z.strictObject({
+    type: z.enum(['file', 'data', 'report', 'finding']).describe('Kind of artifact'),
+    name: z.string().min(1).max(256).describe('Artifact name, e.g. design.md'),
+    content: z.string().describe('Artifact content (text; 1 MiB per artifact, 8 MiB per step)'),
+    content_type: z.string().min(1).max(128).optional().describe('MIME type (default text/plain)'),
+    metadata: z.record(z.string(), z.unknown()).optional().describe('Free-form metadata'),
+  }),
+]);
+
+const OutputSchema = z
+  .strictObject({
+    summary: z
+      .string()
+      .min(1)
+      .max(1_048_576)
+      .describe("What the step accomplished; the step's validationCriteria are checked against it"),
+    artifacts: z
+      .array(ArtifactSchema)
+      .max(100)
+      .optional()
+      .describe('Artifacts produced: ids or full artifacts'),
+    findings: z.array(z.string().max(10_000)).max(1000).optional().describe('Findings produced'),
+    next_step_recommendation: z.string().max(10_000).optional().describe('Advice for the next step'),
+    context: ContextSchema.optional().describe('Context updates, merged into the execution context'),
+  })
+  .describe('The result of the step');
+
+const StepViewShape = {
+  step_name: z.string().optional().describe('Id of the step to do now'),
+  agent_name: z.string().optional().describe('Persona that should do it'),
+  agent_content: z.string().optional().describe('Persona and step instructions: read and follow'),
+  progress: z.string().optional().describe('Steps handed out / planned'),
+  step: z.looseObject({}).optional().describe('The step definition'),
+  guidance: z.looseObject({}).optional().describe('Guidance as in workflow_next'),
+  loop: z.looseObject({}).optional().describe('Loop position when the step is in a loop body'),
+  notices: z.array(z.string()).optional().describe('Things to know'),
+  new_token: z.string().nullable().optional().describe('Continuation token for workflow_next_step'),
+};
+
+const AdvanceResultSchema = z.object({
+  success: z.boolean().describe('False when the output failed validation (nothing advanced)'),
+  execution_id: z.string().describe('Execution id'),
+  workflow_state: z.enum(EXECUTION_STATES).describe('State after the call'),
+  message: z.string().describe('What happened and what to do next'),
+  validation: z
+    .object({
+      valid: z.boolean().describe('Whether the output passed'),
+      issues: z.array(z.string()).describe('Problems found'),
+      suggestions: z.array(z.string()).describe('How to fix them'),
+    })
+    .optional()
+    .describe('Present when validation failed'),
+  ...StepViewShape,
+});
+
+const EXECUTION_ANNOTATIONS = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+};
+
+/** The durable-executions face (seed 004): state on the server, a signed token with the agent. */
+export function executionTools(service: () => Promise<ExecutionService>): ToolDefinition[] {
+  return [
+    defineTool({
+      name: 'workflow_start',
+      title: 'Start a workflow execution',
+      description:
+        'Starts a durable execution of a workflow and returns its first step with a continuation token. Passing an existing execution_id returns that execution instead of starting another.',
+      inputSchema: z
+        .strictObject({
+          workflow_name: IdSchema.optional().describe('Workflow id to run'),
+          workflowId: IdSchema.optional().describe('Alias of workflow_name'),
+          execution_id: ExecutionIdSchema.optional().describe('Client-chosen id, for safe retries'),
+          context: ContextSchema.optional(),
+        })
+        .refine((v) => v.workflow_name !== undefined || v.workflowId !== undefined, {
+          message: 'workflow_name is required',
+          path: ['workflow_name'],
+        }),
+      outputSchema: AdvanceResultSchema,
+      annotations: EXECUTION_ANNOTATIONS,
+      handler: async (input) =>
+        (await service()).start({
+          workflow_name: (input.workflow_name ?? input.workflowId) as string,
+          execution_id: input.execution_id,
+          context: input.context,
+        }),
+    }),
+    defineTool({
+      name: 'workflow_next_step',
+      title: 'Complete the current step',
+      description:
+        "Reports the current step's output with its continuation token. A valid output advances to the next step (or completes the workflow); an invalid one returns the issues and a fresh token. Re-sending the same token and output returns the same answer.",
+      inputSchema: z.strictObject({
+        token: z
+          .string()
+          .min(1)
+          .max(4096)
+          .describe('continuation token from the last answer or current_step'),
+        output: OutputSchema,
+      }),
+      outputSchema: AdvanceResultSchema,
+      annotations: EXECUTION_ANNOTATIONS,
+      // Replayed answers come back from the store as recorded; their shape is this schema's.
+      handler: async ({ token, output }) =>
+        (await (await service()).nextStep(token, output)) as z.input<typeof AdvanceResultSchema>,
+    }),
+    defineTool({
+      name: 'workflow_set_state',
+      title: 'Pause, resume, abandon, fail or diverge an execution',
+      description:
+        'Moves an execution to another state: running -> paused|completed|failed|abandoned|diverged, paused -> running|abandoned.',
+      inputSchema: z.strictObject({
+        execution_id: ExecutionIdSchema,
+        state: z
+          .enum(['running', 'paused', 'completed', 'failed', 'abandoned', 'diverged'])
+          .describe('Target state'),
+        reason: z
+          .string()
+          .max(2000)
+          .optional()
+          .describe('Why (kept in the execution metadata and telemetry)'),
+      }),
+      outputSchema: z.object({
+        success: z.boolean().describe('Always true (failures are errors)'),
+        execution_id: z.string().describe('Execution id'),
+        previous_state: z.enum(EXECUTION_STATES).describe('State before'),
+        workflow_state: z.enum(EXECUTION_STATES).describe('State now'),
+        allowed_next: z.array(z.string()).describe('States reachable from here'),
+      }),
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: false,
+      },
+      handler: async ({ execution_id, state, reason }) =>
+        (await service()).setState(execution_id, state, reason),
+    }),
+    defineTool({
+      name: 'workflow_resume',
+      title: 'Get back to an execution',
+      description:
+        'Returns the current step of an execution with its persona, instructions and a valid continuation token (a fresh one if the last expired). Use after a context reset.',
+      inputSchema: z.strictObject({ execution_id: ExecutionIdSchema }),
+      outputSchema: z.object({
+        execution_id: z.string().describe('Execution id'),
+        workflow_name: z.string().describe('Workflow id'),
+        workflow_state: z.enum(EXECUTION_STATES).describe('State'),
+        current_step: z.string().nullable().describe('Step in progress'),
+        step_status: z.string().nullable().describe('running, or null when finished'),
+        agent_name: z.string().nullable().describe('Persona for the step'),
+        progress: z.string().nullable().describe('Steps handed out / planned'),
+        continuation_token: z
+          .string()
+          .nullable()
+          .describe('Token for workflow_next_step (null unless running)'),
+        agent_content: z.string().nullable().describe('Persona and step instructions'),
+        instructions: z.string().describe('What to do'),
+        step: z.looseObject({}).optional().describe('The step definition'),
+        guidance: z.looseObject({}).optional().describe('Guidance as in workflow_next'),
+      }),
+      annotations: READ_ONLY,
+      handler: async ({ execution_id }) => {
+        const { view, ...current } = await (await service()).current(execution_id);
+        return { ...current, ...(view ? { step: view.step, guidance: view.guidance } : {}) };
+      },
+    }),
+    defineTool({
+      name: 'workflow_executions',
+      title: 'Find executions',
+      description:
+        'Lists executions, most recently updated first, filtered by workflow and state (default: unfinished ones). Use it to find work to resume.',
+      inputSchema: z.strictObject({
+        workflow_name: IdSchema.optional().describe('Only this workflow'),
+        states: z
+          .array(z.enum(EXECUTION_STATES))
+          .max(7)
+          .optional()
+          .describe('Only these states (default: idle, running, paused)'),
+        limit: z.number().int().min(1).max(200).optional().describe('At most this many (default 20)'),
+      }),
+      outputSchema: z.object({
+        executions: z
+          .array(
+            z.object({
+              execution_id: z.string().describe('Execution id'),
+              workflow_name: z.string().describe('Workflow id'),
+              state: z.enum(EXECUTION_STATES).describe('State'),
+              current_step: z.string().nullable().describe('Step in progress'),
+              started_at: z.string().describe('Start time'),
+              updated_at: z.string().describe('Last change'),
+              current_step_resource: z.string().describe('Resource with the current step and token'),
+            }),
+          )
+          .describe('Matching executions'),
+      }),
+      annotations: READ_ONLY,
+      handler: async ({ workflow_name, states, limit }) => ({
+        executions: await (await service()).find({
+          workflow_name,
+          states: states ?? ['idle', 'running', 'paused'],
+          limit: limit ?? 20,
+        }),
+      }),
+    }),
+  ];
+}

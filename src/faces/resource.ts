@@ -1,0 +1,16 @@
+/**
+ * One resource (or resource template) of a face. `read` returns a JSON value or throws a DomainFailure;
+ * the protocol layer turns "not found" failures into MCP resource-not-found errors.
+ */
+export interface ResourceDefinition {
+  name: string;
+  /** A fixed URI, or an RFC 6570 template such as `workflowlookup://workflow/current_step/{executionId}`. */
+  uri: string;
+  title: string;
+  description: string;
+  /** Concrete resources of a template, for resources/list. */
+  list?: () => Promise<{ uri: string; name: string; description?: string }[]>;
+  /** Completions for template variables. */
+  complete?: Record<string, (value: string) => Promise<string[]>>;
+  read: (variables: Record<string, string>, uri: URL) => Promise<unknown>;
+}

@@ -1,0 +1,103 @@
+/**
+ * Versioned schema migrations, applied in order at start-up, each in its own transaction. Versions
+ * are 1..n with no gaps (a test checks it); never edit a released migration, add a new one.
+ */
+export const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'executions, steps, artifacts, telemetry, submissions, pinned definitions',
+    sql: `
+      CREATE TABLE workflow_definitions (
+        hash TEXT PRIMARY KEY,
+        workflow_id TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+
+      CREATE TABLE workflow_executions (
+        execution_id TEXT PRIMARY KEY,
+        workflow_name TEXT NOT NULL,
+        definition_hash TEXT NOT NULL REFERENCES workflow_definitions(hash),
+        state TEXT NOT NULL CHECK (state IN ('idle','running','paused','completed','failed','abandoned','diverged')),
+        current_step TEXT,
+        current_seq INTEGER NOT NULL DEFAULT 0,
+        completed_steps TEXT NOT NULL DEFAULT '[]',
+        context TEXT NOT NULL DEFAULT '{}',
+        token_nonce TEXT,
+        token_attempt INTEGER NOT NULL DEFAULT 0,
+        token_issued_at TEXT,
+        token_expires_at TEXT,
+        started_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        completed_at TEXT,
+        duration_ms INTEGER,
+        metadata TEXT NOT NULL DEFAULT '{}'
+      );
+      CREATE INDEX workflow_executions_by_workflow ON workflow_executions(workflow_name, updated_at);
+      CREATE INDEX workflow_executions_by_state ON workflow_executions(state, updated_at);
+      CREATE INDEX workflow_executions_by_update ON workflow_executions(updated_at);
+
+      -- The database refuses what the state machine refuses (src/engine/state-machine.ts).
+      CREATE TRIGGER workflow_executions_state_transition
+      BEFORE UPDATE OF state ON workflow_executions
+      WHEN NEW.state <> OLD.state AND NOT (
+        (OLD.state = 'idle' AND NEW.state = 'running') OR
+        (OLD.state = 'running' AND NEW.state IN ('completed','failed','paused','abandoned','diverged')) OR
+        (OLD.state = 'paused' AND NEW.state IN ('running','abandoned'))
+      )
+      BEGIN
+        SELECT RAISE(ABORT, 'invalid state transition');
+      END;
+
+      CREATE TABLE workflow_steps (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        execution_id TEXT NOT NULL REFERENCES workflow_executions(execution_id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        step_name TEXT NOT NULL,
+        agent_name TEXT NOT NULL,
+        iteration INTEGER,
+        status TEXT NOT NULL CHECK (status IN ('pending','running','completed','failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        started_at TEXT,
+        completed_at TEXT,
+        duration_ms INTEGER,
+        output TEXT,
+        UNIQUE (execution_id, seq)
+      );
+
+      CREATE TABLE workflow_artifacts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        execution_id TEXT NOT NULL REFERENCES workflow_executions(execution_id) ON DELETE CASCADE,
+        step_name TEXT NOT NULL,
+        artifact_type TEXT NOT NULL CHECK (artifact_type IN ('file','data','report','finding')),
+        name TEXT NOT NULL,
+        content TEXT NOT NULL,
+        content_type TEXT NOT NULL,
+        size_bytes INTEGER NOT NULL,
+        metadata TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX workflow_artifacts_by_execution ON workflow_artifacts(execution_id, step_name);
+
+      CREATE TABLE telemetry_events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        event_type TEXT NOT NULL,
+        execution_id TEXT,
+        step_name TEXT,
+        agent_name TEXT,
+        metadata TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX telemetry_events_by_execution ON telemetry_events(execution_id, id);
+      CREATE INDEX telemetry_events_by_type ON telemetry_events(event_type, id);
+
+      CREATE TABLE token_submissions (
+        nonce TEXT PRIMARY KEY,
+        execution_id TEXT NOT NULL REFERENCES workflow_executions(execution_id) ON DELETE CASCADE,
+        output_hash TEXT NOT NULL,
+        response TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+    `,
+  },
+];

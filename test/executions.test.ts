@@ -1,0 +1,432 @@
+import { cpSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectClient, FIXTURES, RawServer, type Sandbox, sandbox } from './helpers/server.js';
+
+type Json = Record<string, any>;
+
+let sb: Sandbox;
+let client: Client;
+let closeClient: () => Promise<void>;
+
+async function call(name: string, args: Json, c: Client = client): Promise<Json> {
+  const res = await c.callTool({ name, arguments: args });
+  if (res.isError) return { error: (res.structuredContent as Json).error };
+  return res.structuredContent as Json;
+}
+
+async function read(uri: string): Promise<any> {
+  const res = await client.readResource({ uri });
+  const first = res.contents[0] as { text: string };
+  return JSON.parse(first.text);
+}
+
+beforeAll(async () => {
+  sb = sandbox();
+  cpSync(join(FIXTURES, 'valid'), sb.runtime, { recursive: true });
+  sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
+  ({ client, close: closeClient } = await connectClient(sb));
+});
+
+afterAll(async () => {
+  await closeClient();
+  sb.cleanup();
+});
+
+describe('workflow_start / workflow_next_step', () => {
+  it('runs a workflow end to end with personas, conditions from output.context, artifacts and telemetry', async () => {
+    const started = await call('workflow_start', {
+      workflow_name: 'durable-demo',
+      context: { team: 'core' },
+    });
+    expect(started).toMatchObject({
+      success: true,
+      workflow_state: 'running',
+      step_name: 'design',
+      agent_name: 'architect',
+      progress: '1/4',
+    });
+    expect(started.execution_id).toMatch(/^exec_[0-9a-f]{24}$/);
+    expect(started.agent_content).toContain('# Architect');
+    expect(started.agent_content).toContain('Write the design.');
+    expect(started.step).toMatchObject({ id: 'design', prompt: 'Write the design.' });
+    expect(started.guidance.validationCriteria).toEqual(['The summary must describe the design']);
+    expect(started.message).toBe("Workflow 'durable-demo' started. Step 'design' ready.");
+
+    const design = await call('workflow_next_step', {
+      token: started.new_token,
+      output: {
+        summary: 'The design uses a queue.',
+        artifacts: [
+          {
+            type: 'report',
+            name: 'design.md',
+            content: '# Design\nqueue',
+            content_type: 'text/markdown',
+            metadata: { v: 1 },
+          },
+          'external-ref-1',
+        ],
+        context: { exposure: 'public' },
+      },
+    });
+    expect(design).toMatchObject({
+      success: true,
+      step_name: 'implement',
+      agent_name: 'implementer',
+      workflow_state: 'running',
+    });
+    const implement = await call('workflow_next_step', {
+      token: design.new_token,
+      output: { summary: 'Implemented.' },
+    });
+    expect(implement.step_name).toBe('harden'); // runCondition reads the context the design step reported
+    const harden = await call('workflow_next_step', {
+      token: implement.new_token,
+      output: { summary: 'Rate limited.' },
+    });
+    expect(harden.step_name).toBe('review');
+    const done = await call('workflow_next_step', {
+      token: harden.new_token,
+      output: { summary: 'Looks good.' },
+    });
+    expect(done).toEqual({
+      success: true,
+      execution_id: started.execution_id,
+      workflow_state: 'completed',
+      message: 'Workflow completed successfully',
+    });
+
+    const id = started.execution_id;
+    const status = await read(`workflowlookup://workflow/workflow_status/${id}`);
+    expect(status).toMatchObject({
+      state: 'completed',
+      current_step: null,
+      steps: { total: 4, completed: 4, failed: 0, running: 0, pending: 0 },
+    });
+    expect(status.duration_ms).toBeGreaterThanOrEqual(0);
+    const history = await read(`workflowlookup://workflow/step_history/${id}`);
+    expect(history.map((h: Json) => [h.step_name, h.agent_name, h.status])).toEqual([
+      ['design', 'architect', 'completed'],
+      ['implement', 'implementer', 'completed'],
+      ['harden', 'implementer', 'completed'],
+      ['review', 'reviewer', 'completed'],
+    ]);
+    expect(history[0].output.summary).toBe('The design uses a queue.');
+    const artifacts = await read(`workflowlookup://workflow/workflow_artifacts/${id}`);
+    expect(artifacts).toEqual([
+      expect.objectContaining({
+        step_name: 'design',
+        artifact_type: 'report',
+        name: 'design.md',
+        content_type: 'text/markdown',
+        size_bytes: 14,
+        metadata: { v: 1 },
+      }),
+    ]);
+    expect(await read(`workflowlookup://workflow/workflow_artifacts/${id}/implement`)).toEqual([]);
+    const events = (await read(`workflowlookup://workflow/telemetry/${id}?limit=1000`)).map(
+      (e: Json) => e.event_type,
+    );
+    for (const type of [
+      'workflow_created',
+      'workflow_started',
+      'workflow_state_transition',
+      'step_started',
+      'step_completed',
+      'token_generated',
+      'token_validated',
+      'artifact_stored',
+      'workflow_completed',
+    ]) {
+      expect(events).toContain(type);
+    }
+    const onlyCompleted = await read(
+      `workflowlookup://workflow/telemetry/${id}?event_type=step_completed&limit=2`,
+    );
+    expect(onlyCompleted.map((e: Json) => e.step_name)).toEqual(['harden', 'review']);
+  });
+
+  it('a failed validation advances nothing and mints a fresh token; retries are safe', async () => {
+    const started = await call('workflow_start', { workflowId: 'durable-demo' });
+    const bad = { summary: 'nothing useful' };
+    const failed = await call('workflow_next_step', { token: started.new_token, output: bad });
+    expect(failed).toMatchObject({
+      success: false,
+      workflow_state: 'running',
+      step_name: 'design',
+      validation: { valid: false, issues: ['The summary must describe the design'] },
+    });
+    expect(failed.new_token).not.toBe(started.new_token);
+    // The same token with the same output: the recorded answer, unchanged.
+    expect(await call('workflow_next_step', { token: started.new_token, output: bad })).toEqual(failed);
+    // The used token with another output: a conflict.
+    const reused = await call('workflow_next_step', {
+      token: started.new_token,
+      output: { summary: 'a design' },
+    });
+    expect(reused.error).toMatchObject({
+      code: -32005,
+      data: { details: expect.stringContaining('different output') },
+    });
+    const ok = await call('workflow_next_step', { token: failed.new_token, output: { summary: 'a design' } });
+    expect(ok.step_name).toBe('implement');
+    const replay = await call('workflow_next_step', {
+      token: failed.new_token,
+      output: { summary: 'a design' },
+    });
+    expect(replay).toEqual(ok);
+    const history = await read(`workflowlookup://workflow/step_history/${started.execution_id}`);
+    expect(history[0]).toMatchObject({ step_name: 'design', status: 'completed', attempts: 2 });
+    expect(history).toHaveLength(2);
+  });
+
+  it('rejects tampered and forged tokens with -32007', async () => {
+    const started = await call('workflow_start', { workflow_name: 'durable-demo' });
+    const [body, sig] = started.new_token.split('.');
+    const payload = JSON.parse(Buffer.from(body, 'base64url').toString());
+    const forgedBody = Buffer.from(JSON.stringify({ ...payload, step_name: 'review' })).toString('base64url');
+    for (const token of [`${forgedBody}.${sig}`, `${body}.${'A'.repeat(sig.length)}`, 'garbage', `${body}`]) {
+      const res = await call('workflow_next_step', { token, output: { summary: 'design' } });
+      expect(res.error.code).toBe(-32007);
+    }
+  });
+
+  it('returns an existing execution for a client-chosen execution_id instead of starting another', async () => {
+    const first = await call('workflow_start', { workflow_name: 'durable-demo', execution_id: 'my-run-1' });
+    const again = await call('workflow_start', { workflow_name: 'durable-demo', execution_id: 'my-run-1' });
+    expect(again).toMatchObject({
+      execution_id: 'my-run-1',
+      step_name: 'design',
+      new_token: first.new_token,
+    });
+    expect(again.message).toContain('already exists');
+    const other = await call('workflow_start', { workflow_name: 'loops-demo', execution_id: 'my-run-1' });
+    expect(other.error.code).toBe(-32005);
+    const list = await call('workflow_executions', { workflow_name: 'durable-demo' });
+    expect(list.executions.filter((e: Json) => e.execution_id === 'my-run-1')).toHaveLength(1);
+  });
+
+  it('validates inputs: unknown workflow, bad ids, oversize artifacts, missing fields', async () => {
+    expect((await call('workflow_start', { workflow_name: 'no-such-flow' })).error.code).toBe(-32001);
+    expect((await call('workflow_start', {})).error).toMatchObject({ code: -32602 });
+    expect(
+      (await call('workflow_start', { workflow_name: 'durable-demo', execution_id: '../x' })).error.code,
+    ).toBe(-32602);
+    const started = await call('workflow_start', { workflow_name: 'durable-demo' });
+    const big = await call('workflow_next_step', {
+      token: started.new_token,
+      output: {
+        summary: 'design',
+        artifacts: [{ type: 'file', name: 'big.bin', content: 'x'.repeat(1024 * 1024 + 1) }],
+      },
+    });
+    expect(big.error).toMatchObject({
+      code: -32602,
+      data: { details: expect.stringContaining('limit is 1048576') },
+    });
+    // Nothing was lost: the token still works.
+    expect(
+      (await call('workflow_next_step', { token: started.new_token, output: { summary: 'design' } })).success,
+    ).toBe(true);
+    expect((await call('workflow_next_step', { token: started.new_token })).error.code).toBe(-32602);
+  });
+
+  it('runs loops with the same engine as workflow_next', async () => {
+    const started = await call('workflow_start', { workflow_name: 'long-loop', context: { more: true } });
+    let token = started.new_token;
+    const seen: string[] = [started.step_name];
+    for (let i = 0; i < 3; i++) {
+      const res = await call('workflow_next_step', {
+        token,
+        output: { summary: `tick ${i}`, context: { more: i < 1 } },
+      });
+      seen.push(res.step_name ?? res.workflow_state);
+      token = res.new_token;
+    }
+    expect(seen).toEqual(['tick', 'tick', 'wrap-up', 'completed']);
+    const history = await read(`workflowlookup://workflow/step_history/${started.execution_id}`);
+    expect(history.map((h: Json) => `${h.step_name}#${h.iteration ?? '-'}`)).toEqual([
+      'tick#1',
+      'tick#2',
+      'wrap-up#-',
+    ]);
+  });
+});
+
+describe('state machine', () => {
+  it('pauses, refuses to advance while paused, resumes, and refuses invalid transitions', async () => {
+    const started = await call('workflow_start', { workflow_name: 'durable-demo' });
+    const id = started.execution_id;
+    expect(
+      await call('workflow_set_state', { execution_id: id, state: 'paused', reason: 'waiting for approval' }),
+    ).toEqual({
+      success: true,
+      execution_id: id,
+      previous_state: 'running',
+      workflow_state: 'paused',
+      allowed_next: ['running', 'abandoned'],
+    });
+    const blocked = await call('workflow_next_step', {
+      token: started.new_token,
+      output: { summary: 'design' },
+    });
+    expect(blocked.error).toMatchObject({ code: -32005, data: { state: 'paused' } });
+    const invalid = await call('workflow_set_state', { execution_id: id, state: 'completed' });
+    expect(invalid.error).toMatchObject({
+      code: -32005,
+      data: { state: 'paused', allowed: ['running', 'abandoned'] },
+    });
+    await call('workflow_set_state', { execution_id: id, state: 'running' });
+    expect(
+      (await call('workflow_next_step', { token: started.new_token, output: { summary: 'design' } })).success,
+    ).toBe(true);
+    await call('workflow_set_state', { execution_id: id, state: 'abandoned' });
+    const terminal = await call('workflow_set_state', { execution_id: id, state: 'running' });
+    expect(terminal.error).toMatchObject({ code: -32005, data: { allowed: [] } });
+    expect((await call('workflow_set_state', { execution_id: 'nope', state: 'paused' })).error.code).toBe(
+      -32005,
+    );
+    const status = await read(`workflowlookup://workflow/workflow_status/${id}`);
+    expect(status.state).toBe('abandoned');
+    const transitions = (
+      await read(`workflowlookup://workflow/telemetry/${id}?event_type=workflow_state_transition`)
+    ).map((e: Json) => `${e.metadata.from}->${e.metadata.to}`);
+    expect(transitions).toEqual([
+      'idle->running',
+      'running->paused',
+      'paused->running',
+      'running->abandoned',
+    ]);
+  });
+});
+
+describe('resume after a context reset', () => {
+  it('finds unfinished executions and returns the current step with its token', async () => {
+    const started = await call('workflow_start', {
+      workflow_name: 'durable-demo',
+      execution_id: 'resume-me',
+    });
+    const found = await call('workflow_executions', {
+      workflow_name: 'durable-demo',
+      states: ['running'],
+      limit: 50,
+    });
+    expect(found.executions.map((e: Json) => e.execution_id)).toContain('resume-me');
+    const resumed = await call('workflow_resume', { execution_id: 'resume-me' });
+    expect(resumed).toMatchObject({
+      execution_id: 'resume-me',
+      workflow_state: 'running',
+      current_step: 'design',
+      agent_name: 'architect',
+      continuation_token: started.new_token,
+    });
+    expect(resumed.instructions).toContain('workflow_next_step');
+    const resource = await read('workflowlookup://workflow/current_step/resume-me');
+    expect(resource.continuation_token).toBe(started.new_token);
+    expect(resource.agent_content).toContain('# Architect');
+  });
+});
+
+describe('resources', () => {
+  it('lists templates, completes ids, and answers unknown ids with resource-not-found', async () => {
+    const templates = await client.listResourceTemplates();
+    const uris = templates.resourceTemplates.map((t) => t.uriTemplate);
+    for (const kind of [
+      'workflow_details/{workflowName}',
+      'current_step/{executionId}',
+      'workflow_status/{executionId}',
+      'step_history/{executionId}',
+      'workflow_artifacts/{executionId}',
+    ]) {
+      expect(uris).toContain(`workflowlookup://workflow/${kind}`);
+    }
+    const listed = await client.listResources();
+    expect(listed.resources.map((r) => r.uri)).toContain('workflowlookup://workflow/available_workflows');
+    const available = await read('workflowlookup://workflow/available_workflows');
+    const demo = available.find((w: Json) => w.name === 'durable-demo');
+    expect(demo.phases[0]).toEqual({ phase: 'design', agent: 'architect', description: 'Design' });
+    const details = await read('workflowlookup://workflow/workflow_details/durable-demo');
+    expect(JSON.parse(details.content).id).toBe('durable-demo');
+    const completion = await client.complete({
+      ref: { type: 'ref/resource', uri: 'workflowlookup://workflow/workflow_details/{workflowName}' },
+      argument: { name: 'workflowName', value: 'durable' },
+    });
+    expect(completion.completion.values).toEqual(['durable-demo']);
+    const ids = await client.complete({
+      ref: { type: 'ref/resource', uri: 'workflowlookup://workflow/current_step/{executionId}' },
+      argument: { name: 'executionId', value: 'resume' },
+    });
+    expect(ids.completion.values).toEqual(['resume-me']);
+    for (const uri of [
+      'workflowlookup://workflow/current_step/ghost',
+      'workflowlookup://workflow/workflow_status/ghost',
+      'workflowlookup://workflow/workflow_details/ghost-flow',
+      'workflowlookup://workflow/telemetry/ghost',
+    ]) {
+      await expect(client.readResource({ uri })).rejects.toMatchObject({
+        message: expect.stringContaining('Resource not found'),
+      });
+    }
+    await expect(
+      client.readResource({ uri: 'workflowlookup://workflow/telemetry?limit=0' }),
+    ).rejects.toMatchObject({
+      code: -32602,
+    });
+  });
+
+  it('accepts the dotted tool names of seed 004 as aliases', async () => {
+    const started = await call('workflow.start', { workflow_name: 'durable-demo' });
+    const next = await call('workflow.next_step', {
+      token: started.new_token,
+      output: { summary: 'design' },
+    });
+    expect(next.step_name).toBe('implement');
+  });
+
+  it('keeps the data dir private: the token secret is 0600', () => {
+    expect(statSync(join(sb.env.WORKFLOWLOOKUP_DATA_DIR as string, 'token-secret')).mode & 0o777).toBe(0o600);
+  });
+});
+
+describe('tokens expire', () => {
+  it('says a token expired and where to get a fresh one', async () => {
+    const local = sandbox({ WORKFLOWLOOKUP_TOKEN_TTL_SECONDS: '1' });
+    cpSync(join(FIXTURES, 'valid'), local.runtime, { recursive: true });
+    local.env.WORKFLOWLOOKUP_DATA_DIR = join(local.root, 'data');
+    const raw = new RawServer({ env: local.env, cwd: local.project });
+    try {
+      await raw.initialize();
+      const started = (await raw.request(2, 'workflow_start', { workflow_name: 'durable-demo' }))
+        .result as Json;
+      await new Promise((r) => setTimeout(r, 1200));
+      const expired = await raw.request(3, 'workflow_next_step', {
+        token: started.new_token,
+        output: { summary: 'design' },
+      });
+      expect(expired.error).toMatchObject({
+        code: -32007,
+        message: 'Token expired',
+        data: {
+          reason: 'expired',
+          freshToken: `workflowlookup://workflow/current_step/${started.execution_id}`,
+        },
+      });
+      expect((expired.error as Json).data.details).toContain('workflow_resume');
+      const resumed = (await raw.request(4, 'workflow_resume', { execution_id: started.execution_id }))
+        .result as Json;
+      expect(resumed.continuation_token).not.toBe(started.new_token);
+      const next = (
+        await raw.request(5, 'workflow_next_step', {
+          token: resumed.continuation_token,
+          output: { summary: 'design' },
+        })
+      ).result as Json;
+      expect(next.step_name).toBe('implement');
+    } finally {
+      raw.kill();
+      local.cleanup();
+    }
+  });
+});
