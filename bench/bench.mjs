@@ -1,5 +1,6 @@
 // Benchmark of the built server over stdio (not a test): start-up, per-tool round trips, peak RSS.
-// Usage: npm run bench [-- --calls 2000 --spawns 15]. Results: bench/results/latest.json.
+// Usage: npm run bench [-- --calls 2000 --spawns 15 --loop-steps 5000 --executions 10000].
+// Results: bench/results/latest.json.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,8 @@ const nodeFlags = (/^#!.*\bnode\b(.*)$/m.exec(readFileSync(cli, 'utf8').split('\
   .split(/\s+/)
   .filter(Boolean);
 const SPAWNS = arg('spawns', 15);
+const LOOP_STEPS = arg('loop-steps', 5000);
+const EXECUTIONS = arg('executions', 10000);
 
 const INIT = {
   jsonrpc: '2.0',
@@ -133,6 +136,95 @@ async function scenario(name, env) {
   return { name, workflows: count, spawnToInitialize: start, tools, peakRssMb };
 }
 
+function stats(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return {
+    medianMs: round(quantile(sorted, 0.5)),
+    p99Ms: round(quantile(sorted, 0.99)),
+    calls: samples.length,
+  };
+}
+
+/** Durable executions: a 5,000-step loop in one execution, then status reads among 10,000 executions. */
+async function executionsScenario(env) {
+  const server = new Server(env);
+  await server.request(INIT.method, INIT.params, 0);
+  const call = async (name, args) => {
+    const res = await server.request('tools/call', { name, arguments: args });
+    if (res.error || res.result.isError)
+      throw new Error(`${name} failed: ${JSON.stringify(res).slice(0, 400)}`);
+    return res.result.structuredContent;
+  };
+  const started = await call('workflow_start', { workflow_name: 'bench-loop', context: { more: true } });
+  let token = started.new_token;
+  const steps = [];
+  for (let i = 0; i < LOOP_STEPS; i++) {
+    const t = performance.now();
+    const res = await call('workflow_next_step', { token, output: { summary: `tick ${i}` } });
+    steps.push(performance.now() - t);
+    token = res.new_token;
+  }
+  const window = Math.min(500, Math.floor(LOOP_STEPS / 2));
+  const nextStep = {
+    all: stats(steps),
+    [`first ${window} steps`]: stats(steps.slice(0, window)),
+    [`last ${window} steps`]: stats(steps.slice(-window)),
+  };
+  const ids = [started.execution_id];
+  for (let i = ids.length; i < EXECUTIONS; i++) {
+    ids.push(
+      (await call('workflow_start', { workflow_name: 'bench-loop', context: { more: true } })).execution_id,
+    );
+  }
+  const reads = [];
+  for (let i = 0; i < CALLS; i++) {
+    const id = ids[(i * 7919) % ids.length];
+    const t = performance.now();
+    const res = await server.request('resources/read', {
+      uri: `workflowlookup://workflow/workflow_status/${id}`,
+    });
+    reads.push(performance.now() - t);
+    if (res.error) throw new Error(`status read failed: ${JSON.stringify(res.error)}`);
+  }
+  const peakRssMb = round(server.peakRssMb());
+  await server.stop();
+  return {
+    name: 'durable executions',
+    workflow_next_step: nextStep,
+    [`workflow_status read (${ids.length} executions)`]: stats(reads),
+    peakRssMb,
+  };
+}
+
+function loopWorkflow(dir) {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'bench-loop.json'),
+    JSON.stringify({
+      id: 'bench-loop',
+      name: 'Bench loop',
+      description: 'A long loop for the execution benchmark',
+      version: '1.0.0',
+      steps: [
+        {
+          id: 'grind',
+          type: 'loop',
+          title: 'Grind',
+          loop: { type: 'while', condition: { var: 'more', equals: true }, maxIterations: 10000 },
+          body: [
+            {
+              id: 'tick',
+              title: 'Tick',
+              prompt: 'Do one unit of work.',
+              validationCriteria: [{ type: 'length', min: 3, message: 'say what you did' }],
+            },
+          ],
+        },
+      ],
+    }),
+  );
+}
+
 function generatedWorkflows(dir, n) {
   mkdirSync(dir, { recursive: true });
   for (let i = 0; i < n; i++) {
@@ -174,6 +266,10 @@ try {
       await scenario('bundled', baseEnv),
       await scenario('bundled + 1000 generated', { ...baseEnv, WORKFLOW_STORAGE_PATH: storage }),
     ],
+    executions: await (async () => {
+      loopWorkflow(baseEnv.WORKFLOWLOOKUP_WORKFLOWS_PATH);
+      return executionsScenario({ ...baseEnv, WORKFLOWLOOKUP_DATA_DIR: join(sandbox, 'data') });
+    })(),
   };
   mkdirSync(join(root, 'bench', 'results'), { recursive: true });
   writeFileSync(join(root, 'bench', 'results', 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
@@ -187,6 +283,18 @@ try {
     }
     console.log(`  peak RSS: ${s.peakRssMb} MB`);
   }
+  const ex = results.executions;
+  console.log(`\n${ex.name}`);
+  for (const [label, r] of Object.entries(ex.workflow_next_step)) {
+    console.log(
+      `  workflow_next_step ${label.padEnd(18)} median ${r.medianMs} ms  p99 ${r.p99Ms} ms  (${r.calls} calls)`,
+    );
+  }
+  for (const [label, r] of Object.entries(ex)) {
+    if (label.startsWith('workflow_status'))
+      console.log(`  ${label}: median ${r.medianMs} ms  p99 ${r.p99Ms} ms`);
+  }
+  console.log(`  peak RSS: ${ex.peakRssMb} MB`);
   console.log('\nwritten: bench/results/latest.json');
 } finally {
   rmSync(sandbox, { recursive: true, force: true });

@@ -49,6 +49,7 @@ export class RawServer {
   stderr = '';
   private waiters: (() => void)[] = [];
   private partial = '';
+  private dead = false;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
   constructor(opts: { env: Record<string, string>; cwd: string; args?: string[] }) {
@@ -65,7 +66,15 @@ export class RawServer {
     this.child.stderr.on('data', (chunk: string) => {
       this.stderr += chunk;
     });
-    this.exited = new Promise((res) => this.child.on('exit', (code, signal) => res({ code, signal })));
+    this.exited = new Promise((res) =>
+      this.child.on('exit', (code, signal) => {
+        this.dead = true;
+        for (const w of this.waiters.splice(0)) w();
+        res({ code, signal });
+      }),
+    );
+    // Writes still buffered when a test kills the server fail with EPIPE; that is expected.
+    this.child.stdin.on('error', () => undefined);
   }
 
   send(message: unknown): void {
@@ -76,6 +85,7 @@ export class RawServer {
   async read(count: number, timeoutMs = 10_000): Promise<Record<string, unknown>[]> {
     const deadline = Date.now() + timeoutMs;
     while (this.lines.length < count) {
+      if (this.dead) throw new Error(`server exited before answering (${this.lines.length}/${count} lines)`);
       if (Date.now() > deadline) {
         throw new Error(
           `timed out waiting for ${count} lines; got ${this.lines.length}: ${this.lines.join('\n')}\n${this.stderr}`,
