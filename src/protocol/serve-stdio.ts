@@ -24,7 +24,7 @@ export const TOOL_ALIASES: Readonly<Record<string, string>> = {
 
 /** Runs the MCP server on stdin/stdout until `shutdown`, end of input, or SIGTERM/SIGINT. */
 export function runStdioServer(config: Config, options: { maxMessageBytes?: number } = {}): void {
-  const registry = new WorkflowRegistry(config.sources);
+  const registry = new WorkflowRegistry(config.sources, { watch: true });
   const personas = new PersonaRegistry(config.agentDirs);
   const engine = new ValidationEngine();
 
@@ -73,6 +73,7 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
     aliases: TOOL_ALIASES,
     direct: (method, params) => runner.run(method, params),
     onExit: () => exit(0),
+    onInitialized: () => setImmediate(warmUp),
     log,
     ...(options.maxMessageBytes !== undefined ? { maxMessageBytes: options.maxMessageBytes } : {}),
   });
@@ -86,12 +87,10 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
   process.on('SIGINT', () => exit(0));
   process.stdout.on('error', () => exit(0));
 
-  // Load definitions after the transport is up, so `initialize` is answered without waiting for them.
-  setImmediate(() => {
-    registry.ready().then(
-      () => registry.watch(),
-      (error: unknown) => log(`loading workflows failed: ${String(error)}`),
-    );
+  // Definitions and the validation libraries load once `initialize` has been answered (or on the first
+  // request that needs them), so loading 1,000 workflows never delays the handshake.
+  function warmUp(): void {
+    registry.ready().catch((error: unknown) => log(`loading workflows failed: ${String(error)}`));
     engine.load().catch((error: unknown) => log(`loading the validation engine failed: ${String(error)}`));
-  });
+  }
 }

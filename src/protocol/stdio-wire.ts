@@ -31,6 +31,8 @@ export interface StdioWireOptions {
   direct: DirectHandler;
   /** Called after `shutdown` was answered, or when stdin ended and every request was answered. */
   onExit: (reason: 'shutdown' | 'eof') => void;
+  /** Called once, right after the first successful `initialize` answer was written. */
+  onInitialized?: () => void;
   maxMessageBytes?: number;
   log?: (line: string) => void;
 }
@@ -86,9 +88,11 @@ export class StdioWire implements Transport {
     const isResponse = !('method' in msg) && 'id' in msg;
     if (isResponse && this.inflight !== undefined && msg.id === this.inflight.id) {
       const { method } = this.inflight;
+      const initializedNow = !msg.error && method === 'initialize' && !this.initialized;
       if (msg.error && typeof msg.error === 'object') this.patchError(msg.error as RpcError, method);
       else if (method === 'initialize') this.initialized = true;
       this.write(msg);
+      if (initializedNow) this.opts.onInitialized?.();
       this.release();
       return;
     }

@@ -69,19 +69,24 @@ export class WorkflowRegistry {
   /** Called after a refresh changed what the registry serves. */
   onChange: (() => void) | undefined;
 
-  constructor(readonly sources: readonly WorkflowSource[]) {}
+  /** With `watch`, the sources are watched for changes as soon as the first load completes. */
+  constructor(
+    readonly sources: readonly WorkflowSource[],
+    private readonly options: { watch?: boolean } = {},
+  ) {}
 
   /** Loads every source (once; later calls wait for the same load). */
   ready(): Promise<void> {
     this.loading ??= (async () => {
       await Promise.all(this.sources.map((s) => this.scan(s)));
       this.rebuild();
+      if (this.options.watch) this.watch();
     })();
     return this.loading;
   }
 
   /** Starts watching every existing source directory. Watchers never keep the process alive. */
-  watch(): void {
+  private watch(): void {
     for (const source of this.sources) this.watcher.add(source.dir);
   }
 
