@@ -170,6 +170,14 @@ describe('workflow_start / workflow_next_step', () => {
       code: -32005,
       data: { details: expect.stringContaining('different output') },
     });
+    const errors = await read(`workflowlookup://workflow/telemetry/${started.execution_id}?event_type=error`);
+    expect(errors).toEqual([
+      expect.objectContaining({
+        event_type: 'error',
+        step_name: 'design',
+        metadata: expect.objectContaining({ code: 'state_conflict' }),
+      }),
+    ]);
     const ok = await call('workflow_next_step', { token: failed.new_token, output: { summary: 'a design' } });
     expect(ok.step_name).toBe('implement');
     const replay = await call('workflow_next_step', {

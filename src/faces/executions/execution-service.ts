@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Context } from '../../engine/conditions.js';
-import { fail } from '../../engine/errors.js';
+import { DomainFailure, fail } from '../../engine/errors.js';
 import { buildGuidance, type Guidance } from '../../engine/guidance.js';
 import { findPromptStep, type LoopPosition, nextStep } from '../../engine/next-step.js';
 import { canTransition, type ExecutionState, isTerminal, TRANSITIONS } from '../../engine/state-machine.js';
@@ -15,7 +15,7 @@ import { isLoopStep, type PromptStep, type Workflow } from '../../workflows/mode
 import type { PersonaRegistry } from '../../workflows/personas.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
 import { requireWorkflow } from '../guidance/guidance-tools.js';
-import { TokenService } from './tokens.js';
+import { type TokenPayload, TokenService } from './tokens.js';
 
 export const MAX_ARTIFACT_BYTES = 1024 * 1024;
 export const MAX_STEP_ARTIFACT_BYTES = 8 * 1024 * 1024;
@@ -183,7 +183,7 @@ export class ExecutionService {
 
   async nextStep(token: string, output: StepOutput) {
     const { store, tokens, engine, personas } = this.deps;
-    await Promise.all([engine.load(), personas.ready()]);
+    await Promise.all([engine.load(), personas.ready(), this.deps.registry.ready()]);
     const check = tokens.verify(token);
     if (!check.ok && check.reason !== 'expired') {
       fail({
@@ -216,7 +216,39 @@ export class ExecutionService {
     }
     this.checkArtifacts(output.artifacts ?? []);
     const outputHash = createHash('sha256').update(canonical(output)).digest('hex');
+    return this.recordingErrors(payload.execution_id, payload.step_name, () =>
+      this.advance(payload, output, outputHash),
+    );
+  }
 
+  /** Failed calls roll their transaction back; the `error` telemetry event is written on its own. */
+  private async recordingErrors<T>(executionId: string, stepName: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      if (error instanceof DomainFailure && error.error.code !== 'execution_not_found') {
+        const { code, message } = error.error;
+        const details = 'details' in error.error ? error.error.details : undefined;
+        await this.deps.store
+          .transaction(async (tx) => {
+            if (await tx.getExecution(executionId)) {
+              await tx.insertTelemetry({
+                event_type: 'error',
+                execution_id: executionId,
+                step_name: stepName,
+                agent_name: null,
+                metadata: { code, message, ...(details !== undefined ? { details } : {}) },
+              });
+            }
+          })
+          .catch(() => undefined);
+      }
+      throw error;
+    }
+  }
+
+  private advance(payload: TokenPayload, output: StepOutput, outputHash: string) {
+    const { store, engine } = this.deps;
     return store.transaction(async (tx) => {
       const exec = await tx.getExecution(payload.execution_id);
       if (!exec) {
