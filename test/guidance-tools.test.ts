@@ -33,7 +33,10 @@ async function call(name: string, args: Json): Promise<Json> {
   const direct = await raw.request(nextId++, name, args);
   if (viaTools.isError) {
     const err = (viaTools.structuredContent as Json).error;
-    expect(direct.error).toEqual(err);
+    // Both faces carry the same error; only the correlation id differs per call.
+    const strip = (e: Json) => ({ ...e, data: { ...e.data, correlation_id: undefined } });
+    expect(strip(direct.error as Json)).toEqual(strip(err));
+    expect(err.data.correlation_id).toMatch(/^wl-[0-9a-f]{12}$/);
     return { error: err };
   }
   expect(direct.result).toEqual(viaTools.structuredContent);
@@ -84,10 +87,18 @@ describe('workflow_get', () => {
 
   it('gives -32001 for an unknown id', async () => {
     const res = await call('workflow_get', { id: 'non-existent-workflow' });
-    expect(res.error).toEqual({
+    expect(res.error).toMatchObject({
       code: -32001,
       message: 'Workflow not found',
-      data: { workflowId: 'non-existent-workflow' },
+      data: {
+        workflowId: 'non-existent-workflow',
+        error_code: 'WORKFLOW_NOT_FOUND',
+        category: 'not_found',
+        context: { workflow_id: 'non-existent-workflow' },
+        retryable: false,
+        suggested_action: expect.stringContaining('workflow_list'),
+        violations: [],
+      },
     });
   });
 

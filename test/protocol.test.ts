@@ -139,10 +139,10 @@ describe('JSON-RPC framing and errors', () => {
     const s = start();
     await s.initialize();
     const res = await s.request(4, 'workflow_next', { completedSteps: [] });
-    expect(res.error).toEqual({
+    expect(res.error).toMatchObject({
       code: -32602,
       message: 'Invalid params',
-      data: { details: 'workflowId is required' },
+      data: { details: 'workflowId is required', error_code: 'INVALID_PARAMS', category: 'validation' },
     });
     const wrongType = await s.request(5, 'workflow_get', { id: 42 });
     expect((wrongType.error as { data: { details: string } }).data.details).toMatch(/^id /);

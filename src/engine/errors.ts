@@ -22,7 +22,16 @@ export type DomainError =
       details: string;
     }
   | { code: 'token_invalid'; message: string; details: string }
-  | { code: 'token_expired'; message: string; executionId: string; expiredAt: string; freshToken: string };
+  | { code: 'token_expired'; message: string; executionId: string; expiredAt: string; freshToken: string }
+  /** Submitted manifest content that does not validate (nothing was written). */
+  | { code: 'manifest_invalid'; message: string; workflowId?: string; violations: Violation[] }
+  /** A save/rename target exists, or the file changed since it was read (optimistic concurrency). */
+  | { code: 'workflow_conflict'; message: string; workflowId: string; path?: string; details: string }
+  /** Only workflows in the writable runtime dir can be changed. */
+  | { code: 'workflow_read_only'; message: string; workflowId: string; source: string; path: string }
+  /** A write that would land outside the runtime dir. */
+  | { code: 'path_outside_runtime'; message: string; path: string }
+  | { code: 'confirmation_required'; message: string; workflowId: string };
 
 export type DomainErrorCode = DomainError['code'];
 

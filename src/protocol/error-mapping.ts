@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type * as z from 'zod';
-import { type DomainError, DomainFailure } from '../engine/errors.js';
+import { type DomainError, type DomainErrorCode, DomainFailure } from '../engine/errors.js';
 
 /** Seed 001/002 JSON-RPC error codes. */
 export const RpcCode = {
@@ -24,82 +25,266 @@ export interface RpcError {
   data?: Record<string, unknown>;
 }
 
-/** The one place domain errors become JSON-RPC errors. */
-export function domainToRpc(error: DomainError): RpcError {
-  switch (error.code) {
-    case 'workflow_not_found':
-      return {
-        code: RpcCode.WorkflowNotFound,
-        message: 'Workflow not found',
-        data: { workflowId: error.workflowId },
-      };
-    case 'workflow_invalid':
-      return {
-        code: RpcCode.InvalidWorkflow,
-        message: 'Invalid workflow',
-        data: {
-          ...(error.workflowId !== undefined ? { workflowId: error.workflowId } : {}),
-          ...(error.file !== undefined ? { file: error.file } : {}),
-          violations: error.violations,
-        },
-      };
-    case 'step_not_found':
-      return {
-        code: RpcCode.StepNotFound,
-        message: 'Step not found',
-        data: { stepId: error.stepId, workflowId: error.workflowId },
-      };
-    case 'criteria_invalid':
-      return {
-        code: RpcCode.ValidationError,
-        message: 'Validation error',
-        data: { workflowId: error.workflowId, stepId: error.stepId, details: error.details },
-      };
-    case 'invalid_params':
-      return { code: RpcCode.InvalidParams, message: 'Invalid params', data: { details: error.details } };
-    case 'storage_error':
-      return { code: RpcCode.StorageError, message: 'Storage error', data: { details: error.details } };
-    case 'execution_not_found':
-      return {
-        code: RpcCode.StateError,
-        message: 'Execution not found',
-        data: { executionId: error.executionId, details: error.message },
-      };
-    case 'state_conflict':
-      return {
-        code: RpcCode.StateError,
-        message: 'State error',
-        data: {
-          executionId: error.executionId,
-          details: error.details,
-          ...(error.state !== undefined ? { state: error.state } : {}),
-          ...(error.allowed !== undefined ? { allowed: error.allowed } : {}),
-        },
-      };
-    case 'token_invalid':
-      return { code: RpcCode.SecurityError, message: 'Security error', data: { details: error.details } };
-    case 'token_expired':
-      return {
-        code: RpcCode.SecurityError,
-        message: 'Token expired',
-        data: {
-          reason: 'expired',
-          executionId: error.executionId,
-          expiredAt: error.expiredAt,
-          details: error.message,
-          freshToken: error.freshToken,
-        },
-      };
-  }
+export type ErrorCategory = 'validation' | 'not_found' | 'conflict' | 'execution' | 'internal';
+
+/** Seed 003 §10 fields carried in `error.data` of every tool failure, next to seed 002's fields. */
+export interface StructuredErrorData {
+  error_code: string;
+  category: ErrorCategory;
+  message: string;
+  context: {
+    workflow_id?: string;
+    run_id?: string;
+    step_id?: string;
+    path?: string;
+    line?: number;
+    column?: number;
+  };
+  retryable: boolean;
+  suggested_action: string;
+  correlation_id: string;
+  violations: unknown[];
+}
+
+interface Mapping<C extends DomainErrorCode> {
+  rpc: number;
+  title: string;
+  error_code: string;
+  category: ErrorCategory;
+  retryable: boolean;
+  action: (e: Extract<DomainError, { code: C }>) => string;
+  /** Seed 001/002 `data` fields, kept for clients of those seeds. */
+  legacy: (e: Extract<DomainError, { code: C }>) => Record<string, unknown>;
+  context: (e: Extract<DomainError, { code: C }>) => StructuredErrorData['context'];
+}
+
+const defined = (o: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Record<string, never>;
+
+/** The one table from domain errors to protocol errors. A test proves every entry is reachable. */
+export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
+  workflow_not_found: {
+    rpc: RpcCode.WorkflowNotFound,
+    title: 'Workflow not found',
+    error_code: 'WORKFLOW_NOT_FOUND',
+    category: 'not_found',
+    retryable: false,
+    action: () => 'Call workflow_list to see the available workflow ids.',
+    legacy: (e) => ({ workflowId: e.workflowId }),
+    context: (e) => ({ workflow_id: e.workflowId }),
+  },
+  workflow_invalid: {
+    rpc: RpcCode.InvalidWorkflow,
+    title: 'Invalid workflow',
+    error_code: 'WORKFLOW_INVALID',
+    category: 'validation',
+    retryable: false,
+    action: (e) =>
+      `Fix the violations in ${e.file ?? 'the definition'} (workflow_fix_validation can help), then retry.`,
+    legacy: (e) => defined({ workflowId: e.workflowId, file: e.file, violations: e.violations }),
+    context: (e) => defined({ workflow_id: e.workflowId, path: e.file }),
+  },
+  step_not_found: {
+    rpc: RpcCode.StepNotFound,
+    title: 'Step not found',
+    error_code: 'STEP_NOT_FOUND',
+    category: 'not_found',
+    retryable: false,
+    action: (e) => `Call workflow_get {"id": "${e.workflowId}"} to see its step ids.`,
+    legacy: (e) => ({ stepId: e.stepId, workflowId: e.workflowId }),
+    context: (e) => ({ workflow_id: e.workflowId, step_id: e.stepId }),
+  },
+  criteria_invalid: {
+    rpc: RpcCode.ValidationError,
+    title: 'Validation error',
+    error_code: 'VALIDATION_CRITERIA_INVALID',
+    category: 'validation',
+    retryable: false,
+    action: () => "Fix the step's validationCriteria in the workflow definition.",
+    legacy: (e) => ({ workflowId: e.workflowId, stepId: e.stepId, details: e.details }),
+    context: (e) => ({ workflow_id: e.workflowId, step_id: e.stepId }),
+  },
+  invalid_params: {
+    rpc: RpcCode.InvalidParams,
+    title: 'Invalid params',
+    error_code: 'INVALID_PARAMS',
+    category: 'validation',
+    retryable: false,
+    action: () => "Correct the arguments to match the tool's inputSchema (see tools/list).",
+    legacy: (e) => ({ details: e.details }),
+    context: () => ({}),
+  },
+  storage_error: {
+    rpc: RpcCode.StorageError,
+    title: 'Storage error',
+    error_code: 'STORAGE_ERROR',
+    category: 'internal',
+    retryable: true,
+    action: () => 'Retry; if it persists, check the data and workflow directories (permissions, disk space).',
+    legacy: (e) => ({ details: e.details }),
+    context: () => ({}),
+  },
+  execution_not_found: {
+    rpc: RpcCode.StateError,
+    title: 'Execution not found',
+    error_code: 'EXECUTION_NOT_FOUND',
+    category: 'not_found',
+    retryable: false,
+    action: () => 'Call workflow_executions to find the execution, or workflow_start to begin one.',
+    legacy: (e) => ({ executionId: e.executionId, details: e.message }),
+    context: (e) => ({ run_id: e.executionId }),
+  },
+  state_conflict: {
+    rpc: RpcCode.StateError,
+    title: 'State error',
+    error_code: 'EXECUTION_STATE_CONFLICT',
+    category: 'conflict',
+    retryable: false,
+    action: (e) =>
+      `Call workflow_resume {"execution_id": "${e.executionId}"} for the current step and token.`,
+    legacy: (e) =>
+      defined({ executionId: e.executionId, details: e.details, state: e.state, allowed: e.allowed }),
+    context: (e) => ({ run_id: e.executionId }),
+  },
+  token_invalid: {
+    rpc: RpcCode.SecurityError,
+    title: 'Security error',
+    error_code: 'TOKEN_INVALID',
+    category: 'validation',
+    retryable: false,
+    action: () =>
+      'Use the continuation token exactly as the server returned it (workflow_resume gives the current one).',
+    legacy: (e) => ({ details: e.details }),
+    context: () => ({}),
+  },
+  token_expired: {
+    rpc: RpcCode.SecurityError,
+    title: 'Token expired',
+    error_code: 'TOKEN_EXPIRED',
+    category: 'validation',
+    retryable: true,
+    action: (e) =>
+      `Call workflow_resume {"execution_id": "${e.executionId}"} for a fresh token, then resubmit.`,
+    legacy: (e) => ({
+      reason: 'expired',
+      executionId: e.executionId,
+      expiredAt: e.expiredAt,
+      details: e.message,
+      freshToken: e.freshToken,
+    }),
+    context: (e) => ({ run_id: e.executionId }),
+  },
+  manifest_invalid: {
+    rpc: RpcCode.InvalidWorkflow,
+    title: 'Invalid workflow',
+    error_code: 'WORKFLOW_VALIDATION_FAILED',
+    category: 'validation',
+    retryable: false,
+    action: () => 'Fix the listed violations and submit again; nothing was written.',
+    legacy: (e) => defined({ workflowId: e.workflowId, violations: e.violations }),
+    context: (e) => {
+      const first = e.violations[0] as { path?: string; line?: number; column?: number } | undefined;
+      return defined({
+        workflow_id: e.workflowId,
+        path: first?.path,
+        line: first?.line,
+        column: first?.column,
+      });
+    },
+  },
+  workflow_conflict: {
+    rpc: RpcCode.StateError,
+    title: 'Conflict',
+    error_code: 'WORKFLOW_CONFLICT',
+    category: 'conflict',
+    retryable: false,
+    action: (e) =>
+      `Read the current version with workflow_get {"id": "${e.workflowId}", "view": "source"}, then save again with overwrite and expected_version.`,
+    legacy: (e) => defined({ workflowId: e.workflowId, path: e.path, details: e.details }),
+    context: (e) => defined({ workflow_id: e.workflowId, path: e.path }),
+  },
+  workflow_read_only: {
+    rpc: RpcCode.StorageError,
+    title: 'Read-only workflow',
+    error_code: 'WORKFLOW_READ_ONLY',
+    category: 'conflict',
+    retryable: false,
+    action: (e) =>
+      `Only workflows in the runtime dir can be changed; save a copy with workflow_save to override '${e.workflowId}' there.`,
+    legacy: (e) => ({ workflowId: e.workflowId, source: e.source, path: e.path }),
+    context: (e) => ({ workflow_id: e.workflowId, path: e.path }),
+  },
+  path_outside_runtime: {
+    rpc: RpcCode.SecurityError,
+    title: 'Security error',
+    error_code: 'PATH_OUTSIDE_RUNTIME_DIR',
+    category: 'validation',
+    retryable: false,
+    action: () =>
+      'Use a plain workflow id (lowercase letters, digits, hyphens); files are always named after it.',
+    legacy: (e) => ({ path: e.path, details: e.message }),
+    context: (e) => ({ path: e.path }),
+  },
+  confirmation_required: {
+    rpc: RpcCode.InvalidParams,
+    title: 'Confirmation required',
+    error_code: 'CONFIRMATION_REQUIRED',
+    category: 'validation',
+    retryable: false,
+    action: (e) =>
+      `Ask the user, then call workflow_delete {"workflow_id": "${e.workflowId}", "confirm": true}.`,
+    legacy: (e) => ({ workflowId: e.workflowId, details: e.message }),
+    context: (e) => ({ workflow_id: e.workflowId }),
+  },
+};
+
+export function newCorrelationId(): string {
+  return `wl-${randomBytes(6).toString('hex')}`;
+}
+
+/** The one place domain errors become JSON-RPC errors (the same object serves direct calls and tools/call). */
+export function domainToRpc(error: DomainError, correlationId: string = newCorrelationId()): RpcError {
+  const m = ERROR_TABLE[error.code] as Mapping<typeof error.code>;
+  const legacy = m.legacy(error as never);
+  const violations = (legacy.violations as unknown[] | undefined) ?? [];
+  const structured: StructuredErrorData = {
+    error_code: m.error_code,
+    category: m.category,
+    message: error.message !== m.title ? error.message : ((legacy.details as string | undefined) ?? m.title),
+    context: m.context(error as never),
+    retryable: m.retryable,
+    suggested_action: m.action(error as never),
+    correlation_id: correlationId,
+    violations,
+  };
+  return { code: m.rpc, message: m.title, data: { ...legacy, ...structured } };
 }
 
 /** Any thrown value as a JSON-RPC error; unexpected ones become -32603 without leaking internals. */
-export function toRpcError(error: unknown): RpcError {
-  if (error instanceof DomainFailure) return domainToRpc(error.error);
-  return { code: RpcCode.InternalError, message: 'Internal error' };
+export function toRpcError(error: unknown, log?: (line: string) => void): RpcError {
+  const correlationId = newCorrelationId();
+  if (error instanceof DomainFailure) {
+    const rpc = domainToRpc(error.error, correlationId);
+    log?.(
+      `error ${correlationId} ${(rpc.data as unknown as StructuredErrorData).error_code}: ${error.message}`,
+    );
+    return rpc;
+  }
+  log?.(`error ${correlationId} INTERNAL_ERROR: ${(error as Error)?.stack ?? String(error)}`);
+  const structured: StructuredErrorData = {
+    error_code: 'INTERNAL_ERROR',
+    category: 'internal',
+    message: 'The server failed unexpectedly; details are in its log.',
+    context: {},
+    retryable: true,
+    suggested_action: `Retry; if it fails again, report correlation id ${correlationId}.`,
+    correlation_id: correlationId,
+    violations: [],
+  };
+  return { code: RpcCode.InternalError, message: 'Internal error', data: { ...structured } };
 }
 
-/** Zod issues as one readable line, e.g. "workflowId: is required; completedSteps[1]: ...". */
+/** Zod issues as one readable line, e.g. "workflowId is required; completedSteps[1] ...". */
 export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
   return issues
     .slice(0, 10)
@@ -125,10 +310,15 @@ export function toToolErrorResult(error: RpcError): {
   structuredContent: Record<string, unknown>;
 } {
   const payload = { code: error.code, message: error.message, ...(error.data ? { data: error.data } : {}) };
+  const data = error.data as Partial<StructuredErrorData> | undefined;
+  const summary = data?.message ? `${error.message}: ${data.message}` : error.message;
   return {
     isError: true,
     content: [
-      { type: 'text', text: `${error.message} (${error.code}): ${JSON.stringify(error.data ?? {})}` },
+      {
+        type: 'text',
+        text: `${summary} (${error.code}${data?.error_code ? ` ${data.error_code}` : ''})\n${JSON.stringify(payload)}`,
+      },
     ],
     structuredContent: { error: payload },
   };

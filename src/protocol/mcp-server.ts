@@ -8,7 +8,7 @@ import {
   type Variables,
 } from '@modelcontextprotocol/server';
 import type * as z from 'zod';
-import { DomainFailure } from '../engine/errors.js';
+import { DomainFailure, fail } from '../engine/errors.js';
 import type { ResourceDefinition } from '../faces/resource.js';
 import type { ToolDefinition } from '../faces/tool.js';
 import {
@@ -45,24 +45,19 @@ export function createToolRunner(tools: readonly ToolDefinition[], log: (line: s
           error: { code: RpcCode.MethodNotFound, message: 'Method not found', data: { method: name } },
         };
       }
-      // Seed 001 sends `"params": null` for tools without arguments.
-      const parsed = tool.inputSchema.safeParse(params ?? {});
-      if (!parsed.success) {
-        return {
-          error: {
-            code: RpcCode.InvalidParams,
-            message: 'Invalid params',
-            data: { details: formatIssues(parsed.error.issues) },
-          },
-        };
-      }
       try {
+        // Seed 001 sends `"params": null` for tools without arguments.
+        const parsed = tool.inputSchema.safeParse(params ?? {});
+        if (!parsed.success) {
+          fail({
+            code: 'invalid_params',
+            message: 'Invalid params',
+            details: formatIssues(parsed.error.issues),
+          });
+        }
         return { result: await tool.handler(parsed.data) };
       } catch (error) {
-        const rpc = toRpcError(error);
-        if (rpc.code === RpcCode.InternalError)
-          log(`tool ${name} failed: ${(error as Error)?.stack ?? String(error)}`);
-        return { error: rpc };
+        return { error: toRpcError(error, log) };
       }
     },
   };
