@@ -22,9 +22,29 @@ export interface Config {
   dataDir: string;
   tokenTtlMs: number;
   tokenSecret: string | undefined;
+  profiles: Set<Profile>;
 }
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 60 * 60;
+
+/** Tool groups a user can expose (`--tools` / `WORKFLOWLOOKUP_TOOLS`). */
+export const PROFILES = ['guidance', 'executions', 'authoring'] as const;
+export type Profile = (typeof PROFILES)[number];
+
+export function parseProfiles(value: string | undefined): Set<Profile> {
+  if (value === undefined || value.trim() === '' || value.trim() === 'all') return new Set(PROFILES);
+  const names = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const unknown = names.filter((n) => !(PROFILES as readonly string[]).includes(n));
+  if (unknown.length > 0) {
+    throw new Error(
+      `unknown tool profile(s) ${unknown.join(', ')}; choose from ${PROFILES.join(', ')} (or all)`,
+    );
+  }
+  return new Set(names as Profile[]);
+}
 
 export interface ConfigOptions {
   env?: NodeJS.ProcessEnv;
@@ -33,6 +53,8 @@ export interface ConfigOptions {
   includeBundled?: boolean;
   includeUser?: boolean;
   includeProject?: boolean;
+  /** Comma-separated tool profiles (overrides WORKFLOWLOOKUP_TOOLS). */
+  tools?: string;
 }
 
 function flag(value: string | undefined, fallback: boolean): boolean {
@@ -117,5 +139,6 @@ export function loadConfig(options: ConfigOptions = {}): Config {
     dataDir: resolve(cwd, env.WORKFLOWLOOKUP_DATA_DIR || join(userDataDir(env), 'workflowlookup')),
     tokenTtlMs: ttl * 1000,
     tokenSecret: env.WORKFLOWLOOKUP_TOKEN_SECRET,
+    profiles: parseProfiles(options.tools ?? env.WORKFLOWLOOKUP_TOOLS),
   };
 }

@@ -251,6 +251,10 @@ describe('SDK client', () => {
         workflow_set_state: [false, true, false],
         workflow_resume: [true, false, false],
         workflow_executions: [true, false, false],
+        workflow_validate_manifest: [true, false, false],
+        workflow_save: [false, false, false],
+        workflow_rename: [false, false, false],
+        workflow_delete: [false, true, false],
       });
       for (const tool of tools.tools) expect(tool.outputSchema).toBeDefined();
       const res = await client.callTool({ name: 'workflow_list', arguments: {} });

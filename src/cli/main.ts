@@ -23,6 +23,7 @@ Options:
   --no-bundled    leave out the bundled workflows   (env WORKFLOWLOOKUP_INCLUDE_BUNDLED=false)
   --no-user       leave out ~/.workflowlookup/workflows (env WORKFLOWLOOKUP_INCLUDE_USER=false)
   --no-project    leave out ./.workflowlookup/workflows (env WORKFLOWLOOKUP_INCLUDE_PROJECT=false)
+  --tools LIST    tool groups to expose: guidance,executions,authoring or all (env WORKFLOWLOOKUP_TOOLS)
 
 Environment: WORKFLOW_STORAGE_PATH, WORKFLOWLOOKUP_WORKFLOWS_PATH, WORKFLOWLOOKUP_CONFIG_PATH,
 WORKFLOWLOOKUP_MAX_MESSAGE_BYTES (see README).`;
@@ -66,8 +67,11 @@ function parseArgs(argv: string[]): {
   const options: ConfigOptions = {};
   const rest: string[] = [];
   let json = false;
-  for (const arg of argv) {
-    if (arg === '--no-bundled') options.includeBundled = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--tools') options.tools = argv[++i] ?? '';
+    else if (arg.startsWith('--tools=')) options.tools = arg.slice('--tools='.length);
+    else if (arg === '--no-bundled') options.includeBundled = false;
     else if (arg === '--no-user') options.includeUser = false;
     else if (arg === '--no-project') options.includeProject = false;
     else if (arg === '--json') json = true;

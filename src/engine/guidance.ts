@@ -42,7 +42,9 @@ export function buildGuidance(
     const item = loop.item
       ? ` Current item (${loop.item.var}): ${truncate(JSON.stringify(loop.item.value) ?? 'null')}`
       : '';
-    parts.push(`Loop "${loop.title}": iteration ${loop.iteration}${of}.${item}`);
+    parts.push(
+      `Loop "${loop.title}": iteration ${loop.iteration}${of}.${item}${loop.note ? `\n${loop.note}` : ''}`,
+    );
   }
   parts.push(`Step: ${step.title}\n${step.prompt}`);
   if (step.askForFiles) parts.push('Before you start, ask the user for the files relevant to this step.');

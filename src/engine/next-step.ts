@@ -19,6 +19,8 @@ export type LoopPosition = {
   total?: number;
   /** forEach only: the item of this iteration and the context variable holding it. */
   item?: { var: string; value: unknown };
+  /** The loop step's own prompt, shown with each body step. */
+  note?: string;
 };
 
 export interface NextStep {
@@ -146,6 +148,7 @@ function advanceLoop(
           type: cfg.type,
           iteration,
           maxIterations: cfg.maxIterations,
+          ...(loop.prompt !== undefined ? { note: loop.prompt } : {}),
           ...(cfg.type === 'forEach' && Array.isArray(items)
             ? {
                 total: items.length,
@@ -157,7 +160,7 @@ function advanceLoop(
     }
     for (const s of body) completed.delete(s.id);
     if (!shouldRun(loop, iteration + 1, context, false)) {
-      if (iteration + 1 > cfg.maxIterations && wouldContinue(loop, context)) {
+      if (iteration + 1 > cfg.maxIterations && wouldContinue(loop, iteration + 1, context)) {
         notices.push(
           `Loop "${loop.title}" stopped after reaching its limit of ${cfg.maxIterations} iterations; its exit condition was not met.`,
         );
@@ -199,12 +202,23 @@ function shouldRun(loop: LoopStep, n: number, context: Context, first: boolean):
   return go;
 }
 
-/** Whether the loop's own condition still asks for more iterations (used to report a capped loop). */
-function wouldContinue(loop: LoopStep, context: Context): boolean {
+/** Whether the loop itself asks for iteration `n`, ignoring maxIterations (to report a capped loop). */
+function wouldContinue(loop: LoopStep, n: number, context: Context): boolean {
   const cfg = loop.loop;
-  if (cfg.type === 'while') return evaluateCondition(cfg.condition, context);
-  if (cfg.type === 'until') return !evaluateCondition(cfg.condition, context);
-  return true;
+  switch (cfg.type) {
+    case 'while':
+      return evaluateCondition(cfg.condition, context);
+    case 'until':
+      return !evaluateCondition(cfg.condition, context);
+    case 'for': {
+      const count = typeof cfg.count === 'number' ? cfg.count : readPath(context, cfg.count);
+      return typeof count === 'number' && n <= count;
+    }
+    case 'forEach': {
+      const items = readPath(context, cfg.items);
+      return Array.isArray(items) && n <= items.length;
+    }
+  }
 }
 
 function setLoopVars(loop: LoopStep, n: number, context: Context): void {

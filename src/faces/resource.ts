@@ -8,6 +8,8 @@ export interface ResourceDefinition {
   uri: string;
   title: string;
   description: string;
+  /** Default application/json (read returns a JSON value); otherwise read returns the text itself. */
+  mimeType?: string;
   /** Concrete resources of a template, for resources/list. */
   list?: () => Promise<{ uri: string; name: string; description?: string }[]>;
   /** Completions for template variables. */

@@ -1,16 +1,19 @@
 import {
+  completable,
   McpServer,
   ProtocolError,
   ResourceNotFoundError,
   ResourceTemplate,
+  type ServerContext,
   type StandardSchemaWithJSON,
   UriTemplate,
   type Variables,
 } from '@modelcontextprotocol/server';
-import type * as z from 'zod';
+import * as z from 'zod';
 import { DomainFailure, fail } from '../engine/errors.js';
+import type { PromptDefinition } from '../faces/prompt.js';
 import type { ResourceDefinition } from '../faces/resource.js';
-import type { ToolDefinition } from '../faces/tool.js';
+import type { ToolContext, ToolDefinition } from '../faces/tool.js';
 import {
   domainToRpc,
   formatIssues,
@@ -31,14 +34,14 @@ export const INSTRUCTIONS =
 export interface ToolRunner {
   tools: readonly ToolDefinition[];
   /** Runs a tool from raw params: validation, handler and error mapping in one place. */
-  run(name: string, params: unknown): Promise<{ result: unknown } | { error: RpcError }>;
+  run(name: string, params: unknown, ctx?: ToolContext): Promise<{ result: unknown } | { error: RpcError }>;
 }
 
 export function createToolRunner(tools: readonly ToolDefinition[], log: (line: string) => void): ToolRunner {
   const byName = new Map(tools.map((t) => [t.name, t]));
   return {
     tools,
-    async run(name, params) {
+    async run(name, params, ctx = {}) {
       const tool = byName.get(name);
       if (tool === undefined) {
         return {
@@ -55,7 +58,7 @@ export function createToolRunner(tools: readonly ToolDefinition[], log: (line: s
             details: formatIssues(parsed.error.issues),
           });
         }
-        return { result: await tool.handler(parsed.data) };
+        return { result: await tool.handler(parsed.data, ctx) };
       } catch (error) {
         return { error: toRpcError(error, log) };
       }
@@ -103,9 +106,9 @@ const NOT_FOUND = new Set([
 async function readResource(resource: ResourceDefinition, uri: URL, variables: Record<string, string>) {
   try {
     const value = await resource.read(variables, uri);
-    return {
-      contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(value, null, 2) }],
-    };
+    const mimeType = resource.mimeType ?? 'application/json';
+    const text = mimeType === 'application/json' ? JSON.stringify(value, null, 2) : String(value);
+    return { contents: [{ uri: uri.href, mimeType, text }] };
   } catch (error) {
     if (!(error instanceof DomainFailure)) throw error;
     if (NOT_FOUND.has(error.error.code)) {
@@ -151,24 +154,108 @@ function flatVariables(variables: Record<string, string | string[]>): Record<str
   );
 }
 
-/** Builds the SDK server with every tool and resource registered. */
-export function createMcpServer(
-  runner: ToolRunner,
-  resources: readonly ResourceDefinition[],
-  version: string,
-): McpServer {
+/** Elicitation, where the client declared it (push-style requests exist only before 2026-07-28). */
+function toolContext(server: McpServer, ctx: ServerContext): ToolContext {
+  const canElicit = server.server.getClientCapabilities()?.elicitation !== undefined;
+  if (!canElicit) return {};
+  return {
+    confirm: async (message) => {
+      const answer = await ctx.mcpReq.elicitInput({
+        mode: 'form',
+        message,
+        requestedSchema: {
+          type: 'object',
+          properties: { confirm: { type: 'boolean', title: 'Confirm', description: message } },
+          required: ['confirm'],
+        },
+      });
+      return answer.action === 'accept' && answer.content?.confirm === true;
+    },
+  };
+}
+
+function registerPrompt(
+  server: McpServer,
+  prompt: PromptDefinition,
+  workflowIds: (prefix: string) => Promise<string[]>,
+) {
+  const shape: Record<string, z.ZodType> = {};
+  for (const arg of prompt.args) {
+    const base = z.string().describe(arg.description);
+    const field = arg.completeWorkflowId ? completable(base, (value: string) => workflowIds(value)) : base;
+    shape[arg.name] = arg.required ? field : field.optional();
+  }
+  server.registerPrompt(
+    prompt.name,
+    {
+      title: prompt.title,
+      description: prompt.description,
+      argsSchema: z.object(shape) as z.ZodObject<z.ZodRawShape>,
+    },
+    async (args: Record<string, unknown>) => {
+      try {
+        const messages = await prompt.render(args as Record<string, string | undefined>);
+        return {
+          description: prompt.description,
+          messages: messages.map((m) =>
+            m.kind === 'text'
+              ? { role: 'user' as const, content: { type: 'text' as const, text: m.text } }
+              : {
+                  role: 'user' as const,
+                  content: {
+                    type: 'resource' as const,
+                    resource: { uri: m.uri, mimeType: m.mimeType, text: m.text },
+                  },
+                },
+          ),
+        };
+      } catch (error) {
+        if (!(error instanceof DomainFailure)) throw error;
+        const rpc = domainToRpc(error.error);
+        throw new ProtocolError(rpc.code, rpc.message, rpc.data);
+      }
+    },
+  );
+}
+
+export interface ServerParts {
+  runner: ToolRunner;
+  resources: readonly ResourceDefinition[];
+  prompts: readonly PromptDefinition[];
+  /** Workflow ids starting with a prefix, for prompt argument completion. */
+  workflowIds: (prefix: string) => Promise<string[]>;
+  version: string;
+}
+
+/** Builds the SDK server with every tool, resource and prompt registered. */
+export function createMcpServer({
+  runner,
+  resources,
+  prompts,
+  workflowIds,
+  version,
+}: ServerParts): McpServer {
   const server = new McpServer(
     { name: SERVER_NAME, version, description: 'Workflow Orchestration System MCP Server' } as {
       name: string;
       version: string;
     },
     {
-      capabilities: { tools: { listChanged: true }, resources: { listChanged: true } },
+      capabilities: {
+        tools: { listChanged: true },
+        resources: { listChanged: true },
+        ...(prompts.length > 0 ? { prompts: { listChanged: false } } : {}),
+      },
       instructions: INSTRUCTIONS,
     },
   );
+  for (const prompt of prompts) registerPrompt(server, prompt, workflowIds);
   for (const resource of resources) {
-    const meta = { title: resource.title, description: resource.description, mimeType: 'application/json' };
+    const meta = {
+      title: resource.title,
+      description: resource.description,
+      mimeType: resource.mimeType ?? 'application/json',
+    };
     if (!resource.uri.includes('{')) {
       server.registerResource(resource.name, resource.uri, meta, (uri) => readResource(resource, uri, {}));
       continue;
@@ -192,8 +279,8 @@ export function createMcpServer(
         outputSchema: publishOnly(tool.outputSchema),
         annotations: { title: tool.title, ...tool.annotations },
       },
-      async (args: unknown) => {
-        const outcome = await runner.run(tool.name, args);
+      async (args: unknown, ctx: ServerContext) => {
+        const outcome = await runner.run(tool.name, args, toolContext(server, ctx));
         if ('error' in outcome) return toToolErrorResult(outcome.error);
         const structured = outcome.result as Record<string, unknown>;
         return { content: [{ type: 'text', text: textOf(structured) }], structuredContent: structured };

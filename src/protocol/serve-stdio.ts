@@ -1,6 +1,10 @@
+import type { McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Config } from '../config.js';
 import { ValidationEngine } from '../engine/validation-engine.js';
+import { authoringPrompts } from '../faces/authoring/authoring-prompts.js';
+import { authoringResources, guideLoader } from '../faces/authoring/authoring-resources.js';
+import { authoringTools } from '../faces/authoring/authoring-tools.js';
 import type { ExecutionService } from '../faces/executions/execution-service.js';
 import { executionResources } from '../faces/executions/executions-resources.js';
 import { executionTools } from '../faces/executions/executions-tools.js';
@@ -15,6 +19,12 @@ const log = (line: string) => process.stderr.write(`[workflowlookup] ${line}\n`)
 
 /** Dotted names of seeds 003/004, accepted on tools/call and as direct methods. */
 export const TOOL_ALIASES: Readonly<Record<string, string>> = {
+  'workflow.validate': 'workflow_validate_manifest',
+  'workflow.save': 'workflow_save',
+  'workflow.rename': 'workflow_rename',
+  'workflow.delete': 'workflow_delete',
+  'workflow.list': 'workflow_list',
+  'workflow.get': 'workflow_get',
   'workflow.start': 'workflow_start',
   'workflow.next_step': 'workflow_next_step',
   'workflow.set_state': 'workflow_set_state',
@@ -50,8 +60,36 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
     return servicePromise;
   };
 
-  const runner = createToolRunner([...guidanceTools({ registry, engine }), ...executionTools(service)], log);
-  const resources = executionResources(registry, service);
+  const { profiles } = config;
+  const guide = guideLoader(config.packageRoot);
+  const runner = createToolRunner(
+    [
+      ...(profiles.has('guidance') ? guidanceTools({ registry, engine }) : []),
+      ...(profiles.has('executions') ? executionTools(service) : []),
+      ...(profiles.has('authoring')
+        ? authoringTools({ registry, personas, engine, runtimeDir: config.runtimeDir })
+        : []),
+    ],
+    log,
+  );
+  const resources = [
+    ...(profiles.has('executions') ? executionResources(registry, service) : []),
+    ...(profiles.has('authoring') ? authoringResources(registry, guide) : []),
+  ];
+  const prompts = profiles.has('authoring') ? authoringPrompts(registry, engine, guide) : [];
+  const workflowIds = async (prefix: string) => {
+    await registry.ready();
+    return registry
+      .list()
+      .workflows.map((w) => w.id)
+      .filter((id) => id.startsWith(prefix));
+  };
+
+  // Definitions are resources (manifests, workflow details): tell connected clients when they change.
+  const servers = new Set<McpServer>();
+  registry.onChange = () => {
+    for (const server of servers) if (server.isConnected()) server.sendResourceListChanged();
+  };
 
   let exiting = false;
   const exit = (code: number) => {
@@ -78,10 +116,17 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
     ...(options.maxMessageBytes !== undefined ? { maxMessageBytes: options.maxMessageBytes } : {}),
   });
 
-  serveStdio(() => createMcpServer(runner, resources, config.version), {
-    transport: wire,
-    onerror: (error) => log(`protocol: ${error.message}`),
-  });
+  serveStdio(
+    () => {
+      const server = createMcpServer({ runner, resources, prompts, workflowIds, version: config.version });
+      servers.add(server);
+      return server;
+    },
+    {
+      transport: wire,
+      onerror: (error) => log(`protocol: ${error.message}`),
+    },
+  );
 
   process.on('SIGTERM', () => exit(0));
   process.on('SIGINT', () => exit(0));

@@ -192,6 +192,9 @@ export const PromptStepSchema = z
   .meta({ id: 'PromptStep', description: 'A step the agent carries out' });
 export type PromptStep = z.infer<typeof PromptStepSchema>;
 
+/** Loop variables are plain top-level context names (dotted names would be unreachable by conditions). */
+const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 const loopCommon = {
   maxIterations: z
     .number()
@@ -201,7 +204,7 @@ const loopCommon = {
     .describe('Hard cap on iterations; the loop ends when it is reached'),
   iterationVar: z
     .string()
-    .min(1)
+    .regex(VAR_NAME)
     .optional()
     .describe('Context variable holding the 1-based iteration number (default currentIteration)'),
 };
@@ -237,12 +240,12 @@ export const LoopConfigSchema = z
         items: z.string().min(1).describe('Context variable (dotted path) holding the array'),
         itemVar: z
           .string()
-          .min(1)
+          .regex(VAR_NAME)
           .optional()
           .describe('Context variable for the current item (default currentItem)'),
         indexVar: z
           .string()
-          .min(1)
+          .regex(VAR_NAME)
           .optional()
           .describe('Context variable for the 0-based index (default currentIndex)'),
         ...loopCommon,

@@ -95,14 +95,25 @@ export class WorkflowRegistry {
     this.watcher.close();
   }
 
-  /** Rescans every source now; used by tests and after writes. */
+  /** Rescans every source now (after a write through the server, so the change is visible at once). */
   async refresh(): Promise<void> {
     await this.ready();
     this.refreshing = this.refreshing.then(async () => {
       await Promise.all(this.sources.map((s) => this.scan(s)));
       this.rebuild();
+      this.onChange?.();
     });
     await this.refreshing;
+  }
+
+  /** The entry a given source defines for an id (even when a later source overrides it). */
+  inSource(kind: SourceKind, id: string): RegistryEntry | undefined {
+    const source = this.sources.find((s) => s.kind === kind);
+    if (source === undefined) return undefined;
+    for (const { entry } of this.files.get(source.dir)?.values() ?? []) {
+      if ((entry.status === 'valid' ? entry.workflow.id : entry.id) === id) return entry;
+    }
+    return undefined;
   }
 
   get(id: string): RegistryEntry | undefined {

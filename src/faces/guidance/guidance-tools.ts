@@ -1,9 +1,12 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import * as z from 'zod';
 import { fail } from '../../engine/errors.js';
 import { buildGuidance } from '../../engine/guidance.js';
 import { allStepIds, findPromptStep, nextStep } from '../../engine/next-step.js';
 import { CriteriaError, type ValidationEngine } from '../../engine/validation-engine.js';
 import { ID_PATTERN, IdSchema, type Workflow } from '../../workflows/model.js';
+import { formatOf } from '../../workflows/parse.js';
 import type { LoadedWorkflow, WorkflowRegistry } from '../../workflows/registry.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 
@@ -105,21 +108,56 @@ export function guidanceTools({ registry, engine }: GuidanceDeps): ToolDefinitio
     defineTool({
       name: 'workflow_get',
       title: 'Get a workflow',
-      description: 'Retrieves a specific workflow definition by id.',
-      inputSchema: z.strictObject({ id: IdSchema.describe('The workflow ID to retrieve') }),
+      description:
+        'Retrieves a workflow definition by id. view "source" returns the file for editing instead: {workflow_id, path, format, content, parsed, version}.',
+      inputSchema: z.strictObject({
+        id: IdSchema.describe('The workflow ID to retrieve'),
+        view: z
+          .enum(['definition', 'source'])
+          .optional()
+          .describe('definition (default): the parsed workflow; source: the file text and its version'),
+      }),
       outputSchema: z
         .looseObject({
-          id: z.string().describe('Workflow id'),
-          name: z.string().describe('Name'),
-          description: z.string().describe('Description'),
-          version: z.string().describe('Version'),
-          steps: z.array(z.looseObject({})).describe('Steps (see the workflow JSON Schema)'),
+          id: z.string().optional().describe('Workflow id (definition view)'),
+          name: z.string().optional().describe('Name (definition view)'),
+          description: z.string().optional().describe('Description (definition view)'),
+          version: z
+            .string()
+            .optional()
+            .describe('Semver (definition view) or sha256 of the file (source view)'),
+          steps: z.array(z.looseObject({})).optional().describe('Steps (definition view)'),
+          workflow_id: z.string().optional().describe('Workflow id (source view)'),
+          path: z.string().optional().describe('File path (source view)'),
+          format: z.enum(['json', 'yaml']).optional().describe('File format (source view)'),
+          content: z.string().optional().describe('File text (source view)'),
+          parsed: z
+            .looseObject({})
+            .nullable()
+            .optional()
+            .describe('Parsed definition, null if invalid (source view)'),
+          violations: z.array(ViolationSchema).optional().describe('Why the file is invalid (source view)'),
         })
-        .describe('The workflow definition, valid against schema/workflow.schema.json'),
+        .describe('The workflow definition (valid against the workflow JSON Schema), or its source view'),
       annotations: READ_ONLY,
-      handler: async ({ id }) => {
+      handler: async ({ id, view }) => {
         await registry.ready();
-        return requireWorkflow(registry, id).workflow;
+        if (view !== 'source') return requireWorkflow(registry, id).workflow;
+        const entry = registry.get(id);
+        if (entry === undefined)
+          fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+        const bytes = await readFile(entry.file).catch(() =>
+          fail({ code: 'storage_error', message: 'Storage error', details: `cannot read ${entry.file}` }),
+        );
+        return {
+          workflow_id: id,
+          path: entry.file,
+          format: formatOf(entry.file) ?? 'json',
+          content: bytes.toString('utf8'),
+          parsed: entry.status === 'valid' ? entry.workflow : null,
+          version: createHash('sha256').update(bytes).digest('hex'),
+          ...(entry.status === 'broken' ? { violations: entry.violations } : {}),
+        };
       },
     }),
     defineTool({
