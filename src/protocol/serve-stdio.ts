@@ -1,6 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Config } from '../config.js';
+import { fail } from '../engine/errors.js';
 import { ValidationEngine } from '../engine/validation-engine.js';
 import { authoringPrompts } from '../faces/authoring/authoring-prompts.js';
 import { authoringResources, guideLoader } from '../faces/authoring/authoring-resources.js';
@@ -53,11 +54,15 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
       const tokens = new TokenService(loadTokenSecret(config.dataDir, config.tokenSecret), config.tokenTtlMs);
       return new ExecutionService({ store, registry, personas, engine, tokens });
     })();
-    servicePromise.catch((error: unknown) => {
-      log(`cannot open the execution store in ${config.dataDir}: ${String(error)}`);
+    // A store that cannot be opened is a storage error for the caller; the next call tries again.
+    return servicePromise.catch((error: unknown) => {
       servicePromise = undefined;
+      fail({
+        code: 'storage_error',
+        message: 'Storage error',
+        details: `cannot open the execution store in ${config.dataDir}: ${(error as Error).message}`,
+      });
     });
-    return servicePromise;
   };
 
   const { profiles } = config;

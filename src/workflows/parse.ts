@@ -33,8 +33,8 @@ function parseJson(text: string): ParseResult {
     return { ok: true, data: JSON.parse(text) };
   } catch (error) {
     const message = (error as Error).message;
-    const pos = /position (\d+)/.exec(message);
-    const where = pos?.[1] !== undefined ? lineColumn(text, Number(pos[1])) : undefined;
+    const offset = jsonErrorOffset(message, text);
+    const where = offset !== undefined ? lineColumn(text, offset) : undefined;
     return {
       ok: false,
       violations: [{ path: '', rule: 'syntax', message: `invalid JSON: ${message}`, ...(where ?? {}) }],
@@ -56,6 +56,20 @@ function parseYaml(text: string, YAML: typeof import('yaml')): ParseResult {
     };
   }
   return { ok: true, data: doc.toJS({ maxAliasCount: 100 }) };
+}
+
+/** Where V8's JSON.parse failed: it says "at position N", or quotes a snippet around the bad token. */
+function jsonErrorOffset(message: string, text: string): number | undefined {
+  const pos = /position (\d+)/.exec(message);
+  if (pos?.[1] !== undefined) return Number(pos[1]);
+  if (/end of JSON input/.test(message)) return text.length;
+  const snippet = /"(?:\.\.\.)?([\s\S]*?)(?:\.\.\.)?" is not valid JSON/.exec(message)?.[1];
+  const token = /Unexpected token '([^']+)'/.exec(message)?.[1];
+  if (snippet === undefined || snippet === '') return undefined;
+  const at = text.indexOf(snippet);
+  if (at === -1) return undefined;
+  const inSnippet = token !== undefined ? snippet.lastIndexOf(token) : -1;
+  return at + Math.max(0, inSnippet);
 }
 
 function lineColumn(text: string, offset: number): { line: number; column: number } {

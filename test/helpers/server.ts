@@ -122,12 +122,33 @@ export class RawServer {
 /** A real SDK client connected to the built server over stdio. */
 export async function connectClient(
   sb: Sandbox,
-  options: { args?: string[]; env?: Record<string, string>; pin?: string } = {},
+  options: {
+    args?: string[];
+    env?: Record<string, string>;
+    pin?: string;
+    /** Declare elicitation and answer every elicitation/create with this. */
+    elicit?: (message: string) => {
+      action: 'accept' | 'decline' | 'cancel';
+      content?: Record<string, boolean>;
+    };
+    onResourceListChanged?: () => void;
+  } = {},
 ): Promise<{ client: Client; close: () => Promise<void> }> {
   const client = new Client(
     { name: 'workflowlookup-tests', version: '1.0.0' },
-    options.pin ? { versionNegotiation: { mode: { pin: options.pin } } } : {},
+    {
+      ...(options.pin ? { versionNegotiation: { mode: { pin: options.pin } } } : {}),
+      ...(options.elicit ? { capabilities: { elicitation: { form: {} } } } : {}),
+    },
   );
+  const elicit = options.elicit;
+  if (elicit) {
+    client.setRequestHandler('elicitation/create', async (request) =>
+      elicit((request.params as { message: string }).message),
+    );
+  }
+  const onChanged = options.onResourceListChanged;
+  if (onChanged) client.setNotificationHandler('notifications/resources/list_changed', () => onChanged());
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, ...(options.args ?? [])],

@@ -6,7 +6,7 @@ import { fail } from '../../engine/errors.js';
 import type { ValidationEngine } from '../../engine/validation-engine.js';
 import { checkManifest, detectFormat, type ManifestReport } from '../../workflows/manifest-check.js';
 import { IdSchema } from '../../workflows/model.js';
-import type { DefinitionFormat } from '../../workflows/parse.js';
+import { type DefinitionFormat, formatOf } from '../../workflows/parse.js';
 import type { PersonaRegistry } from '../../workflows/personas.js';
 import type { RegistryEntry, WorkflowRegistry } from '../../workflows/registry.js';
 import { insideDir, writeAtomically } from '../../workflows/runtime-files.js';
@@ -150,6 +150,12 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           .regex(/^[0-9a-f]{64}$/)
           .optional()
           .describe('Version the caller last read; the save fails if the file changed since'),
+        file_name: z
+          .string()
+          .min(1)
+          .max(255)
+          .optional()
+          .describe('File name inside the runtime dir (default <id>.json or <id>.yaml); never a path'),
       }),
       outputSchema: z.object({
         path: z.string().describe('Where the workflow was written'),
@@ -164,12 +170,24 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         warnings: z.array(FindingSchema).describe('Warnings from validation'),
       }),
       annotations: STANDARD,
-      handler: ({ content, format, overwrite, expected_version }) =>
+      handler: ({ content, format, overwrite, expected_version, file_name }) =>
         serialized(async () => {
-          const r = await report(content, undefined, format ?? detectFormat(content));
+          const target = file_name === undefined ? undefined : insideDir(runtimeDir, file_name);
+          if (target !== undefined && formatOf(target) === undefined) {
+            fail({
+              code: 'invalid_params',
+              message: 'Invalid params',
+              details: 'file_name must end in .json, .yaml or .yml',
+            });
+          }
+          const r = await report(
+            content,
+            undefined,
+            format ?? (target ? formatOf(target) : detectFormat(content)),
+          );
           rejectInvalid(r);
           const id = r.workflow?.id as string;
-          const target = insideDir(runtimeDir, `${id}${extensionFor(r.format)}`);
+          const file = target ?? insideDir(runtimeDir, `${id}${extensionFor(r.format)}`);
           await registry.ready();
           const existing = registry.inSource('runtime', id);
           if (existing && !overwrite && expected_version === undefined) {
@@ -196,11 +214,11 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
             }
           }
           const lower = registry.get(id);
-          await writeAtomically(target, content);
-          if (existing && existing.file !== target) await unlink(existing.file).catch(() => undefined);
+          await writeAtomically(file, content);
+          if (existing && existing.file !== file) await unlink(existing.file).catch(() => undefined);
           await registry.refresh();
           return {
-            path: target,
+            path: file,
             workflow_id: id,
             version: version(content),
             format: r.format,
