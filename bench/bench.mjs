@@ -102,6 +102,19 @@ async function roundTrips(server, label, method, paramsFor) {
   return { medianMs: round(quantile(samples, 0.5)), p99Ms: round(quantile(samples, 0.99)), calls: CALLS };
 }
 
+/** Byte size of the tools/list answer for each tool profile (descriptions cost context tokens). */
+async function toolListSizes(env) {
+  const sizes = {};
+  for (const profile of ['guidance', 'executions', 'authoring', 'all']) {
+    const server = new Server({ ...env, WORKFLOWLOOKUP_TOOLS: profile });
+    await server.request(INIT.method, INIT.params, 0);
+    const res = await server.request('tools/list', {});
+    sizes[profile] = { tools: res.result.tools.length, bytes: Buffer.byteLength(JSON.stringify(res.result)) };
+    await server.stop();
+  }
+  return sizes;
+}
+
 async function scenario(name, env) {
   const start = await startup(env);
   const server = new Server(env);
@@ -266,6 +279,7 @@ try {
       await scenario('bundled', baseEnv),
       await scenario('bundled + 1000 generated', { ...baseEnv, WORKFLOW_STORAGE_PATH: storage }),
     ],
+    toolsListBytes: await toolListSizes(baseEnv),
     executions: await (async () => {
       loopWorkflow(baseEnv.WORKFLOWLOOKUP_WORKFLOWS_PATH);
       return executionsScenario({ ...baseEnv, WORKFLOWLOOKUP_DATA_DIR: join(sandbox, 'data') });
@@ -282,6 +296,10 @@ try {
       console.log(`  ${tool.padEnd(30)} median ${r.medianMs} ms  p99 ${r.p99Ms} ms  (${r.calls} calls)`);
     }
     console.log(`  peak RSS: ${s.peakRssMb} MB`);
+  }
+  console.log('\ntools/list size per profile');
+  for (const [profile, r] of Object.entries(results.toolsListBytes)) {
+    console.log(`  ${profile.padEnd(11)} ${String(r.tools).padStart(2)} tools  ${r.bytes} bytes`);
   }
   const ex = results.executions;
   console.log(`\n${ex.name}`);

@@ -73,13 +73,20 @@ export function createToolRunner(tools: readonly ToolDefinition[], log: (line: s
  * re-validating a 1,000-entry list on every call was the largest cost of `workflow_list`.
  */
 function publishOnly(schema: z.ZodType): StandardSchemaWithJSON {
-  const standard = (schema as unknown as StandardSchemaWithJSON)['~standard'];
+  const { jsonSchema } = (schema as unknown as StandardSchemaWithJSON)['~standard'];
+  // tools/list repeats `$schema` in every input and output schema; 2020-12 is the MCP default anyway.
+  const lean =
+    (convert: (o: Parameters<typeof jsonSchema.input>[0]) => Record<string, unknown>) =>
+    (options: Parameters<typeof jsonSchema.input>[0]) => {
+      const { $schema: _drop, ...rest } = convert(options);
+      return rest;
+    };
   return {
     '~standard': {
       version: 1,
       vendor: 'workflowlookup',
       validate: (value: unknown) => ({ value }),
-      jsonSchema: standard.jsonSchema,
+      jsonSchema: { input: lean(jsonSchema.input), output: lean(jsonSchema.output) },
     },
   };
 }

@@ -1,0 +1,116 @@
+import { cpSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_TABLE } from '../src/protocol/error-mapping.js';
+import { FIXTURES, RawServer, type Sandbox, sandbox } from './helpers/server.js';
+
+type Json = Record<string, any>;
+
+let sb: Sandbox;
+let server: RawServer;
+let ids = 0;
+
+beforeAll(async () => {
+  sb = sandbox({ WORKFLOWLOOKUP_TOKEN_TTL_SECONDS: '1' });
+  cpSync(join(FIXTURES, 'valid'), sb.runtime, { recursive: true });
+  cpSync(join(FIXTURES, 'invalid', 'broken-schema.yaml'), join(sb.runtime, 'broken-schema.yaml'));
+  sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
+  server = new RawServer({ env: sb.env, cwd: sb.project });
+  await server.initialize();
+});
+
+afterAll(() => {
+  server.kill();
+  sb.cleanup();
+});
+
+async function rpc(method: string, params: Json, s: RawServer = server): Promise<Json> {
+  const res = await s.request(`e${ids++}`, method, params);
+  return res.error ? { error: res.error } : (res.result as Json);
+}
+
+const yaml = (id: string, version = '1.0.0') =>
+  `id: ${id}\nname: N\ndescription: D\nversion: ${version}\nsteps:\n  - {id: one-step, title: T, prompt: P}\n`;
+
+describe('structured errors (seed 003 §10)', () => {
+  it('every error_code in the table is reachable through the protocol, with all §10 fields', async () => {
+    const seen = new Map<string, Json>();
+    const expectError = async (method: string, params: Json, s?: RawServer) => {
+      const res = await rpc(method, params, s);
+      expect(res.error, `${method} ${JSON.stringify(params)}`).toBeDefined();
+      seen.set(res.error.data.error_code, res.error);
+      return res.error;
+    };
+
+    await expectError('workflow_get', { id: 'ghost-flow' });
+    await expectError('workflow_get', { id: 'broken-schema' });
+    await expectError('workflow_validate', { workflowId: 'rules-demo', stepId: 'ghost-step', output: 'x' });
+    await expectError('workflow_validate', {
+      workflowId: 'rules-demo',
+      stepId: 'bad-regex-step',
+      output: 'x',
+    });
+    await expectError('workflow_get', {});
+    await expectError('workflow_resume', { execution_id: 'ghost' });
+    const started = await rpc('workflow_start', { workflow_name: 'durable-demo' });
+    await expectError('workflow_set_state', { execution_id: started.execution_id, state: 'running' });
+    await expectError('workflow_next_step', { token: 'not-a-token', output: { summary: 's' } });
+    await new Promise((r) => setTimeout(r, 1100));
+    await expectError('workflow_next_step', { token: started.new_token, output: { summary: 'design' } });
+    await expectError('workflow_save', { content: yaml('bad-version', 'x') });
+    await rpc('workflow_save', { content: yaml('twice-saved') });
+    await expectError('workflow_save', { content: yaml('twice-saved') });
+    await expectError('workflow_rename', { workflow_id: 'coding-task-workflow', new_id: 'renamed-coding' });
+    await expectError('workflow_save', { content: yaml('escapee'), file_name: '../escapee.yaml' });
+    await expectError('workflow_delete', { workflow_id: 'twice-saved' });
+
+    // A data dir that cannot be created: the execution store cannot open.
+    const blocked = sandbox();
+    writeFileSync(join(blocked.root, 'not-a-dir'), 'x');
+    const storageless = new RawServer({
+      env: { ...blocked.env, WORKFLOWLOOKUP_DATA_DIR: join(blocked.root, 'not-a-dir', 'data') },
+      cwd: blocked.project,
+    });
+    try {
+      await storageless.initialize();
+      await expectError('workflow_start', { workflow_name: 'ai-task-implementation' }, storageless);
+    } finally {
+      storageless.kill();
+      blocked.cleanup();
+    }
+
+    const table = Object.values(ERROR_TABLE).map((m) => m.error_code);
+    expect([...seen.keys()].sort()).toEqual([...table].sort());
+    for (const [code, error] of seen) {
+      const mapping = Object.values(ERROR_TABLE).find((m) => m.error_code === code);
+      expect(error.code, code).toBe(mapping?.rpc);
+      expect(error.data, code).toMatchObject({
+        error_code: code,
+        category: mapping?.category,
+        message: expect.any(String),
+        context: expect.any(Object),
+        retryable: mapping?.retryable,
+        suggested_action: expect.any(String),
+        correlation_id: expect.stringMatching(/^wl-[0-9a-f]{12}$/),
+        violations: expect.any(Array),
+      });
+      // The same correlation id is on the server's stderr log line.
+      if (code !== 'STORAGE_ERROR')
+        expect(server.stderr).toContain(`error ${error.data.correlation_id} ${code}`);
+    }
+  });
+
+  it('keeps the seed 002 fields beside the seed 003 ones', async () => {
+    const res = await rpc('workflow_get', { id: 'broken-schema' });
+    expect(res.error).toMatchObject({
+      code: -32002,
+      message: 'Invalid workflow',
+      data: { workflowId: 'broken-schema', file: expect.stringContaining('broken-schema.yaml') },
+    });
+    expect(res.error.data.violations.length).toBeGreaterThan(0);
+    expect(res.error.data.violations[0]).toMatchObject({
+      path: expect.any(String),
+      rule: expect.any(String),
+    });
+  });
+});
