@@ -23,12 +23,20 @@ export interface Config {
   tokenTtlMs: number;
   tokenSecret: string | undefined;
   profiles: Set<Profile>;
+  /** Imported OpenAPI catalogs: `catalogs` beside the runtime workflow dir. */
+  catalogsDir: string;
+  /** Environment variables templates (`${{ env.X }}`) and input defaults may read, with their values. */
+  allowedEnv: Record<string, string>;
+  /** Whether catalog sources may be URLs (off by default). */
+  allowUrlSources: boolean;
+  /** The server's environment, for catalog credentials (read only when a command runs). */
+  env: NodeJS.ProcessEnv;
 }
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 60 * 60;
 
 /** Tool groups a user can expose (`--tools` / `WORKFLOWLOOKUP_TOOLS`). */
-export const PROFILES = ['guidance', 'executions', 'authoring'] as const;
+export const PROFILES = ['guidance', 'executions', 'authoring', 'automation'] as const;
 export type Profile = (typeof PROFILES)[number];
 
 export function parseProfiles(value: string | undefined): Set<Profile> {
@@ -140,5 +148,15 @@ export function loadConfig(options: ConfigOptions = {}): Config {
     tokenTtlMs: ttl * 1000,
     tokenSecret: env.WORKFLOWLOOKUP_TOKEN_SECRET,
     profiles: parseProfiles(options.tools ?? env.WORKFLOWLOOKUP_TOOLS),
+    catalogsDir: join(dirname(runtimeDir), 'catalogs'),
+    allowedEnv: Object.fromEntries(
+      (env.WORKFLOWLOOKUP_ALLOWED_ENV ?? '')
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n !== '' && env[n] !== undefined)
+        .map((n) => [n, env[n] as string]),
+    ),
+    allowUrlSources: flag(env.WORKFLOWLOOKUP_ALLOW_URL_SOURCES, false),
+    env,
   };
 }

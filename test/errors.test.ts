@@ -63,6 +63,31 @@ describe('structured errors (seed 003 §10)', () => {
     await expectError('workflow_rename', { workflow_id: 'coding-task-workflow', new_id: 'renamed-coding' });
     await expectError('workflow_save', { content: yaml('escapee'), file_name: '../escapee.yaml' });
     await expectError('workflow_delete', { workflow_id: 'twice-saved' });
+    const openapi = join(FIXTURES, 'openapi');
+    await expectError('catalog_import_openapi', {
+      source: join(openapi, 'broken.yaml'),
+      catalog_title: 'Broken',
+    });
+    await expectError('catalog_remove', { catalog_id: 'ghost-catalog' });
+    // Nothing listens on port 9: the command step fails with a network error after its retries.
+    const dead = {
+      source: join(openapi, 'tasks-api.yaml'),
+      catalog_title: 'Tasks API',
+      base_url: 'http://127.0.0.1:9/api',
+    };
+    await rpc('catalog_import_openapi', dead);
+    await expectError('catalog_import_openapi', dead);
+    await rpc('workflow_save', {
+      content: `${yaml('needs-input').replace('steps:', 'inputs:\n  who: {type: string, description: Who, required: true}\nsteps:')}`,
+    });
+    await expectError('workflow_start', { workflow_name: 'needs-input' });
+    await rpc('workflow_save', {
+      content: yaml('calls-api').replace(
+        '  - {id: one-step, title: T, prompt: P}',
+        '  - {id: fetch-it, title: F, run: tasks-api list-projects}',
+      ),
+    });
+    await expectError('workflow_start', { workflow_name: 'calls-api' });
 
     // A data dir that cannot be created: the execution store cannot open.
     const blocked = sandbox();

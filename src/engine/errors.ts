@@ -31,7 +31,25 @@ export type DomainError =
   | { code: 'workflow_read_only'; message: string; workflowId: string; source: string; path: string }
   /** A write that would land outside the runtime dir. */
   | { code: 'path_outside_runtime'; message: string; path: string }
-  | { code: 'confirmation_required'; message: string; workflowId: string };
+  | { code: 'confirmation_required'; message: string; workflowId: string }
+  /** A command step (or input provider) call that failed after its retries (seed 003 §10.3). */
+  | {
+      code: 'command_failed';
+      message: string;
+      reason: string;
+      stepId: string;
+      command: string;
+      executionId?: string;
+      status?: number;
+      responsePayload?: unknown;
+      retryable: boolean;
+    }
+  /** An OpenAPI source that cannot be imported, or a catalog name that exists or does not. */
+  | { code: 'catalog_invalid'; message: string; violations: Violation[] }
+  | { code: 'catalog_not_found'; message: string; catalog: string }
+  | { code: 'catalog_conflict'; message: string; catalog: string }
+  /** Inputs that are missing or invalid when starting a workflow. */
+  | { code: 'inputs_not_ready'; message: string; workflowId: string; inputs: unknown[] };
 
 export type DomainErrorCode = DomainError['code'];
 

@@ -1,6 +1,7 @@
-import type { PromptStep, Workflow } from '../workflows/model.js';
+import { type ActionStep, isCommandStep, type PromptStep, type Workflow } from '../workflows/model.js';
 import { type Context, evaluateCondition } from './conditions.js';
 import type { LoopPosition } from './next-step.js';
+import { renderPreview, type TemplateScope } from './templating.js';
 import { describeCriteria } from './validation-engine.js';
 
 /** Seed 002 `guidance` object. */
@@ -18,6 +19,23 @@ function truncate(text: string): string {
   return text.length > 500 ? `${text.slice(0, 497)}...` : text;
 }
 
+/** Templates in prompt text, rendered as far as they can be; text whose references fail stays as written. */
+export function renderText(text: string, scope: TemplateScope | undefined): string {
+  if (scope === undefined) return text;
+  try {
+    return String(renderPreview(text, scope).value);
+  } catch {
+    return text;
+  }
+}
+
+/** The template scope the stateless face can offer: inputs and step outputs carried in the context. */
+export function contextScope(context: Context, env: Record<string, string> = {}): TemplateScope {
+  const asRecord = (v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  return { inputs: asRecord(context.inputs), steps: asRecord(context.steps), env, context };
+}
+
 export function requiresConfirmation(step: PromptStep, context: Context): boolean {
   const rc = step.requireConfirmation;
   if (rc === undefined) return false;
@@ -30,11 +48,13 @@ export function requiresConfirmation(step: PromptStep, context: Context): boolea
  */
 export function buildGuidance(
   workflow: Workflow,
-  step: PromptStep,
+  step: ActionStep,
   context: Context,
   loop?: LoopPosition,
   notices: readonly string[] = [],
+  scope: TemplateScope = contextScope(context),
 ): Guidance {
+  if (isCommandStep(step)) return commandGuidance(step, notices);
   const parts: string[] = [...notices];
   if (step.agentRole) parts.push(`Role: ${step.agentRole}`);
   if (loop) {
@@ -46,10 +66,10 @@ export function buildGuidance(
       `Loop "${loop.title}": iteration ${loop.iteration}${of}.${item}${loop.note ? `\n${loop.note}` : ''}`,
     );
   }
-  parts.push(`Step: ${step.title}\n${step.prompt}`);
+  parts.push(`Step: ${renderText(step.title, scope)}\n${renderText(step.prompt, scope)}`);
   if (step.askForFiles) parts.push('Before you start, ask the user for the files relevant to this step.');
   if (step.guidance && step.guidance.length > 0) {
-    parts.push(`Guidance:\n${step.guidance.map((g) => `- ${g}`).join('\n')}`);
+    parts.push(`Guidance:\n${step.guidance.map((g) => `- ${renderText(g, scope)}`).join('\n')}`);
   }
   const criteria = describeCriteria(step.validationCriteria, context);
   if (criteria.length > 0) {
@@ -65,5 +85,19 @@ export function buildGuidance(
     modelHint: step.modelHint ?? (confirm || criteria.length > 0 ? REASONING_MODEL_HINT : DEFAULT_MODEL_HINT),
     requiresConfirmation: confirm,
     validationCriteria: criteria,
+  };
+}
+
+/** A command step met outside a durable execution: the agent is told what the server would run. */
+function commandGuidance(step: Extract<ActionStep, { run: string }>, notices: readonly string[]): Guidance {
+  const args = step.with ? ` with ${JSON.stringify(step.with)}` : '';
+  return {
+    prompt: [
+      ...notices,
+      `Step: ${step.title}\nThis is a command step: in a durable execution (workflow_start) the server runs "${step.run}"${args} itself. Here, call that API yourself if you have access to it, or skip it, then mark the step completed.`,
+    ].join('\n\n'),
+    modelHint: DEFAULT_MODEL_HINT,
+    requiresConfirmation: false,
+    validationCriteria: [],
   };
 }

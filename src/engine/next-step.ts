@@ -1,4 +1,12 @@
-import { isLoopStep, type LoopStep, type PromptStep, type Step, type Workflow } from '../workflows/model.js';
+import {
+  type ActionStep,
+  isLoopStep,
+  isPromptStep,
+  type LoopStep,
+  type PromptStep,
+  type Step,
+  type Workflow,
+} from '../workflows/model.js';
 import { type Context, evaluateCondition, readPath } from './conditions.js';
 
 /** Reserved context key holding loop progress; clients send it back unchanged. */
@@ -24,7 +32,7 @@ export type LoopPosition = {
 };
 
 export interface NextStep {
-  step: PromptStep | null;
+  step: ActionStep | null;
   isComplete: boolean;
   /** The context to send with the next call (loop progress and loop variables included). */
   context: Context;
@@ -45,8 +53,8 @@ export function allStepIds(workflow: Workflow): Set<string> {
   return ids;
 }
 
-/** Finds a prompt step by id anywhere in the workflow (top level or inline loop body). */
-export function findPromptStep(workflow: Workflow, stepId: string): PromptStep | undefined {
+/** Finds a prompt or command step by id anywhere in the workflow (top level or inline loop body). */
+export function findActionStep(workflow: Workflow, stepId: string): ActionStep | undefined {
   for (const step of workflow.steps) {
     if (step.id === stepId && !isLoopStep(step)) return step;
     if (isLoopStep(step) && Array.isArray(step.body)) {
@@ -57,6 +65,12 @@ export function findPromptStep(workflow: Workflow, stepId: string): PromptStep |
   return undefined;
 }
 
+/** Finds a prompt step (one an agent carries out) by id. */
+export function findPromptStep(workflow: Workflow, stepId: string): PromptStep | undefined {
+  const step = findActionStep(workflow, stepId);
+  return step && isPromptStep(step) ? step : undefined;
+}
+
 /** Ids of top-level steps that are the body of a loop; they run only inside it. */
 function loopBodyRefs(workflow: Workflow): Set<string> {
   const refs = new Set<string>();
@@ -65,7 +79,7 @@ function loopBodyRefs(workflow: Workflow): Set<string> {
   return refs;
 }
 
-function bodyOf(workflow: Workflow, loop: LoopStep): PromptStep[] {
+function bodyOf(workflow: Workflow, loop: LoopStep): ActionStep[] {
   if (Array.isArray(loop.body)) return loop.body;
   const target = workflow.steps.find((s): s is Step => s.id === loop.body);
   return target && !isLoopStep(target) ? [target] : [];
@@ -91,7 +105,7 @@ export function nextStep(
   const loops: Record<string, LoopState> = { ...(asRecord(context[LOOPS_KEY]) as Record<string, LoopState>) };
   const bodyRefs = loopBodyRefs(workflow);
   const notices: string[] = [];
-  const result = (step: PromptStep | null, loop?: LoopPosition): NextStep => {
+  const result = (step: ActionStep | null, loop?: LoopPosition): NextStep => {
     if (Object.keys(loops).length > 0) context[LOOPS_KEY] = loops;
     else delete context[LOOPS_KEY];
     return {
@@ -125,7 +139,7 @@ function advanceLoop(
   context: Context,
   loops: Record<string, LoopState>,
   notices: string[],
-): { step: PromptStep; position: LoopPosition } | undefined {
+): { step: ActionStep; position: LoopPosition } | undefined {
   const body = bodyOf(workflow, loop);
   const cfg = loop.loop;
   let iteration = sanitizeIteration(loops[loop.id]?.iteration);
@@ -235,7 +249,7 @@ function setLoopVars(loop: LoopStep, n: number, context: Context): void {
 
 function finish(
   loop: LoopStep,
-  body: PromptStep[],
+  body: ActionStep[],
   completed: Set<string>,
   loops: Record<string, LoopState>,
 ): undefined {

@@ -3,6 +3,7 @@ import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { RE2JS } from 're2js';
 import {
   isLoopStep,
+  isPromptStep,
   type ValidationCriteria,
   type ValidationCriterion,
   type ValidationRule,
@@ -115,6 +116,20 @@ export class ValidationEngine {
     };
   }
 
+  /** Whether `text` matches an RE2 pattern (used by input validation); bad patterns throw CriteriaError. */
+  matches(pattern: string, text: string): boolean {
+    return this.regex(pattern, undefined).matcher(text).find();
+  }
+
+  /** Why `value` fails a JSON Schema (empty when it passes); a schema that does not compile throws. */
+  schemaErrors(schema: Record<string, unknown>, value: unknown): string[] {
+    const validate = this.schema(schema);
+    if (validate(value) === true) return [];
+    return (validate.errors ?? [])
+      .slice(0, 10)
+      .map((e) => `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}`);
+  }
+
   /** Checks that every rule can be evaluated, without needing an output. */
   check(criteria: ValidationCriteria | undefined): void {
     if (criteria === undefined) return;
@@ -145,6 +160,7 @@ export class ValidationEngine {
         ? (Array.isArray(step.body) ? step.body : []).map((s, j) => [s, `/steps/${i}/body/${j}`] as const)
         : [[step, `/steps/${i}`] as const];
       for (const [s, path] of steps) {
+        if (!isPromptStep(s)) continue;
         const criteria = s.validationCriteria;
         if (criteria === undefined) continue;
         if (Array.isArray(criteria)) {

@@ -225,6 +225,71 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     legacy: (e) => ({ path: e.path, details: e.message }),
     context: (e) => ({ path: e.path }),
   },
+  command_failed: {
+    rpc: RpcCode.ServerError,
+    title: 'Command failed',
+    error_code: 'COMMAND_FAILED',
+    category: 'execution',
+    retryable: false,
+    action: (e) =>
+      e.retryable
+        ? `Retry with workflow_resume${e.executionId ? ` {"execution_id": "${e.executionId}"}` : ''} once the API is reachable.`
+        : `Check the "${e.command}" call (${e.reason}): its parameters, the catalog's base URL and credentials.`,
+    legacy: (e) => ({
+      step_id: e.stepId,
+      command: e.command,
+      reason: e.reason,
+      ...(e.status !== undefined ? { status: e.status } : {}),
+      ...(e.responsePayload !== undefined ? { response_payload: e.responsePayload } : {}),
+    }),
+    context: (e) => ({
+      step_id: e.stepId,
+      ...(e.executionId !== undefined ? { run_id: e.executionId } : {}),
+    }),
+  },
+  catalog_invalid: {
+    rpc: RpcCode.InvalidParams,
+    title: 'Invalid OpenAPI document',
+    error_code: 'CATALOG_SOURCE_INVALID',
+    category: 'validation',
+    retryable: false,
+    action: () =>
+      'Fix the OpenAPI document (see violations) or point source at another one; catalog_validate_openapi checks it.',
+    legacy: (e) => ({ violations: e.violations }),
+    context: () => ({}),
+  },
+  catalog_not_found: {
+    rpc: RpcCode.InvalidParams,
+    title: 'Catalog not found',
+    error_code: 'CATALOG_NOT_FOUND',
+    category: 'not_found',
+    retryable: false,
+    action: () =>
+      'Call command_list or read workflowlookup://catalogs/commands to see the catalogs, or import one.',
+    legacy: (e) => ({ catalog: e.catalog }),
+    context: () => ({}),
+  },
+  catalog_conflict: {
+    rpc: RpcCode.StateError,
+    title: 'Conflict',
+    error_code: 'CATALOG_CONFLICT',
+    category: 'conflict',
+    retryable: false,
+    action: () => 'Pass overwrite: true to replace the existing catalog.',
+    legacy: (e) => ({ catalog: e.catalog }),
+    context: () => ({}),
+  },
+  inputs_not_ready: {
+    rpc: RpcCode.InvalidParams,
+    title: 'Inputs not ready',
+    error_code: 'INPUTS_NOT_READY',
+    category: 'validation',
+    retryable: false,
+    action: (e) =>
+      `Call workflow_resolve_inputs {"workflow_id": "${e.workflowId}", "inputs": {...}} and supply what it reports.`,
+    legacy: (e) => ({ workflowId: e.workflowId, inputs: e.inputs }),
+    context: (e) => ({ workflow_id: e.workflowId }),
+  },
   confirmation_required: {
     rpc: RpcCode.InvalidParams,
     title: 'Confirmation required',
@@ -252,7 +317,7 @@ export function domainToRpc(error: DomainError, correlationId: string = newCorre
     category: m.category,
     message: error.message !== m.title ? error.message : ((legacy.details as string | undefined) ?? m.title),
     context: m.context(error as never),
-    retryable: m.retryable,
+    retryable: 'retryable' in error && typeof error.retryable === 'boolean' ? error.retryable : m.retryable,
     suggested_action: m.action(error as never),
     correlation_id: correlationId,
     violations,

@@ -1,11 +1,15 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { CatalogRegistry } from '../catalogs/catalog-registry.js';
+import { CommandStepRunner } from '../catalogs/command-steps.js';
 import type { Config } from '../config.js';
 import { fail } from '../engine/errors.js';
 import { ValidationEngine } from '../engine/validation-engine.js';
 import { authoringPrompts } from '../faces/authoring/authoring-prompts.js';
 import { authoringResources, guideLoader } from '../faces/authoring/authoring-resources.js';
 import { authoringTools } from '../faces/authoring/authoring-tools.js';
+import { catalogResources } from '../faces/automation/automation-resources.js';
+import { automationTools } from '../faces/automation/automation-tools.js';
 import type { ExecutionService } from '../faces/executions/execution-service.js';
 import { executionResources } from '../faces/executions/executions-resources.js';
 import { executionTools } from '../faces/executions/executions-tools.js';
@@ -26,6 +30,17 @@ export const TOOL_ALIASES: Readonly<Record<string, string>> = {
   'workflow.delete': 'workflow_delete',
   'workflow.list': 'workflow_list',
   'workflow.get': 'workflow_get',
+  'workflow.preview_inputs': 'workflow_preview_inputs',
+  'workflow.resolve_inputs': 'workflow_resolve_inputs',
+  'workflow.preview_rendered': 'workflow_preview_rendered',
+  'workflow.step_plan': 'workflow_step_plan',
+  'catalog.validate_openapi': 'catalog_validate_openapi',
+  'catalog.preview_import': 'catalog_preview_import',
+  'catalog.import_openapi': 'catalog_import_openapi',
+  'catalog.set_enabled': 'catalog_set_enabled',
+  'catalog.remove': 'catalog_remove',
+  'command.list': 'command_list',
+  'provider.list': 'provider_list',
   'workflow.start': 'workflow_start',
   'workflow.next_step': 'workflow_next_step',
   'workflow.set_state': 'workflow_set_state',
@@ -38,6 +53,8 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
   const registry = new WorkflowRegistry(config.sources, { watch: true });
   const personas = new PersonaRegistry(config.agentDirs);
   const engine = new ValidationEngine();
+  const catalogs = new CatalogRegistry(config.catalogsDir);
+  const commands = { runner: new CommandStepRunner(catalogs, engine, config.env), catalogs };
 
   // The store (and the native SQLite module) is opened on first use, not at start-up.
   let store: ExecutionStore | undefined;
@@ -52,7 +69,15 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
         ]);
       store = new SqliteExecutionStore(config.dataDir);
       const tokens = new TokenService(loadTokenSecret(config.dataDir, config.tokenSecret), config.tokenTtlMs);
-      return new ExecutionService({ store, registry, personas, engine, tokens });
+      return new ExecutionService({
+        store,
+        registry,
+        personas,
+        engine,
+        tokens,
+        commands,
+        allowedEnv: config.allowedEnv,
+      });
     })();
     // A store that cannot be opened is a storage error for the caller; the next call tries again.
     return servicePromise.catch((error: unknown) => {
@@ -74,12 +99,24 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
       ...(profiles.has('authoring')
         ? authoringTools({ registry, personas, engine, runtimeDir: config.runtimeDir })
         : []),
+      ...(profiles.has('automation')
+        ? automationTools({
+            registry,
+            engine,
+            catalogs,
+            allowedEnv: config.allowedEnv,
+            allowUrlSources: config.allowUrlSources,
+            env: config.env,
+            cwd: process.cwd(),
+          })
+        : []),
     ],
     log,
   );
   const resources = [
     ...(profiles.has('executions') ? executionResources(registry, service) : []),
     ...(profiles.has('authoring') ? authoringResources(registry, guide) : []),
+    ...(profiles.has('automation') ? catalogResources(catalogs) : []),
   ];
   const prompts = profiles.has('authoring') ? authoringPrompts(registry, engine, guide) : [];
   const workflowIds = async (prefix: string) => {

@@ -1,6 +1,7 @@
 import type { ValidationEngine } from '../engine/validation-engine.js';
 import {
   type Condition,
+  isCommandStep,
   isLoopStep,
   type PromptStep,
   type ValidationCriterion,
@@ -135,6 +136,11 @@ function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | undefined):
   };
   workflow.steps.forEach((step, i) => {
     const path = `/steps/${i}`;
+    if (isCommandStep(step)) {
+      reads(step.runCondition, `${path}/runCondition`);
+      if (step.repeat) reads(step.repeat.until, `${path}/repeat/until`);
+      return;
+    }
     if (!isLoopStep(step)) {
       visitPrompt(step, path);
       return;
@@ -204,7 +210,8 @@ function documentation(workflow: Workflow): string {
     if (isLoopStep(step)) {
       parts.push(step.title, step.prompt ?? '');
       if (Array.isArray(step.body)) step.body.forEach(prompt);
-    } else prompt(step);
+    } else if (isCommandStep(step)) parts.push(step.title, step.run);
+    else prompt(step);
   }
   return parts.join('\n');
 }

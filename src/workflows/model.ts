@@ -164,6 +164,11 @@ export type ValidationCriteria = z.infer<typeof ValidationCriteriaSchema>;
 // ---------------------------------------------------------------------------------------------
 // Steps
 
+const DependsOnSchema = z
+  .array(IdSchema)
+  .optional()
+  .describe('Steps whose results this step uses (documentation for plans; steps still run in order)');
+
 const stepCommon = {
   id: IdSchema.describe('Step id, unique within the workflow'),
   title: z.string().min(1).max(200).describe('Short human-readable title'),
@@ -188,12 +193,58 @@ export const PromptStepSchema = z
       .describe('Ask the user to confirm before moving on; a condition makes this context-dependent'),
     modelHint: z.string().min(1).optional().describe('Suggested kind of model for this step'),
     validationCriteria: ValidationCriteriaSchema.optional(),
+    depends_on: DependsOnSchema,
   })
   .meta({ id: 'PromptStep', description: 'A step the agent carries out' });
 export type PromptStep = z.infer<typeof PromptStepSchema>;
 
 /** Loop variables are plain top-level context names (dotted names would be unreachable by conditions). */
 const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const InputSpecSchema = z
+  .strictObject({
+    type: z.enum(['string', 'number', 'integer', 'boolean', 'array', 'object']).describe('Value type'),
+    description: z.string().min(1).describe('What the input is for (shown when asking for it)'),
+    required: z
+      .boolean()
+      .optional()
+      .describe('Must be given (default false; an input with a default is never missing)'),
+    default: z
+      .union([
+        z.strictObject({
+          env: z
+            .string()
+            .regex(/^[A-Z_][A-Z0-9_]*$/)
+            .describe('Environment variable to read'),
+        }),
+        z.unknown(),
+      ])
+      .optional()
+      .describe('A literal value, or {env: NAME} to read an allowed environment variable'),
+    enum: z.array(z.unknown()).min(1).optional().describe('Allowed values'),
+    pattern: z.string().min(1).max(2000).optional().describe('RE2 pattern a string value must match'),
+    minLength: z.number().int().min(0).optional().describe('Minimum string length'),
+    maxLength: z.number().int().min(0).optional().describe('Maximum string length'),
+    minimum: z.number().optional().describe('Minimum number'),
+    maximum: z.number().optional().describe('Maximum number'),
+    provider: z
+      .strictObject({
+        command: z
+          .string()
+          .regex(/^[a-z0-9-]+ [a-z0-9-]+$/)
+          .describe('"<catalog> <command>" whose results are the choices'),
+        with: z
+          .record(z.string(), z.unknown())
+          .optional()
+          .describe('Parameters for the command (templates allowed)'),
+        value_field: z.string().min(1).optional().describe('Field of each result used as the value'),
+        label_field: z.string().min(1).optional().describe('Field of each result shown to the user'),
+      })
+      .optional()
+      .describe('Where the allowed values come from'),
+  })
+  .meta({ id: 'InputSpec', description: 'One workflow input' });
+export type InputSpec = z.infer<typeof InputSpecSchema>;
 
 const loopCommon = {
   maxIterations: z
@@ -273,7 +324,46 @@ export const LoopStepSchema = z
   .meta({ id: 'LoopStep', description: 'A step that repeats a body of steps' });
 export type LoopStep = z.infer<typeof LoopStepSchema>;
 
-export const StepSchema = z.union([PromptStepSchema, LoopStepSchema]);
+/** Durations: milliseconds, or a number with ms, s or m ("500ms", "2s", "1m"). */
+export const DurationSchema = z
+  .union([z.number().int().min(0).max(3_600_000), z.string().regex(/^\d+(ms|s|m)$/)])
+  .describe('Milliseconds, or "500ms" / "2s" / "1m"');
+
+export const CommandStepSchema = z
+  .strictObject({
+    ...stepCommon,
+    run: z
+      .string()
+      .regex(/^[a-z0-9-]+ [a-z0-9-]+$/)
+      .describe('"<catalog> <command>": an operation of an imported OpenAPI catalog, run by the server'),
+    with: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('Path, query and header parameters; values may be ${{ }} templates'),
+    body: z.unknown().optional().describe('JSON request body; strings may be ${{ }} templates'),
+    timeout: DurationSchema.optional().describe('Per-request timeout (default 10s)'),
+    repeat: z
+      .strictObject({
+        until: ConditionSchema.describe('Stop polling when this holds; `output` is the latest response body'),
+        every: DurationSchema.describe('Pause between attempts'),
+        max_attempts: z.number().int().min(1).max(1000).describe('Give up after this many requests'),
+        timeout: DurationSchema.describe('Give up after this long in total'),
+      })
+      .optional()
+      .describe('Poll the command until a condition holds'),
+    output_contract: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('JSON Schema the response body must satisfy'),
+    depends_on: DependsOnSchema,
+  })
+  .meta({
+    id: 'CommandStep',
+    description: 'A step the server executes: one HTTP call to a catalog operation',
+  });
+export type CommandStep = z.infer<typeof CommandStepSchema>;
+
+export const StepSchema = z.union([PromptStepSchema, LoopStepSchema, CommandStepSchema]);
 export type Step = z.infer<typeof StepSchema>;
 
 // ---------------------------------------------------------------------------------------------
@@ -298,6 +388,17 @@ export const WorkflowSchema = z
       .optional()
       .describe('Questions to ask the user up front'),
     metaGuidance: z.array(z.string().min(1)).optional().describe('Guidance that applies to every step'),
+    inputs: z
+      .record(z.string().regex(VAR_NAME), InputSpecSchema)
+      .optional()
+      .describe('Named inputs, referenced as ${{ inputs.<name> }}'),
+    requires: z
+      .strictObject({
+        catalogs: z.array(IdSchema).optional().describe('Catalogs (OpenAPI imports) the command steps use'),
+      })
+      .optional()
+      .describe('What must be installed for the workflow to run'),
+    final_output: z.unknown().optional().describe('What the workflow produces; may use ${{ }} templates'),
     steps: z.array(StepSchema).min(1).describe('Ordered steps'),
   })
   .meta({
@@ -308,6 +409,17 @@ export const WorkflowSchema = z
 export type Workflow = z.infer<typeof WorkflowSchema>;
 
 export const DEFAULT_CATEGORY = 'general';
+
+/** A step that does something (as opposed to a loop that repeats others). */
+export type ActionStep = PromptStep | CommandStep;
+
+export function isCommandStep(step: Step): step is CommandStep {
+  return 'run' in step;
+}
+
+export function isPromptStep(step: Step): step is PromptStep {
+  return !isLoopStep(step) && !isCommandStep(step);
+}
 
 /** The JSON Schema (draft 2020-12) of a workflow definition, generated from the zod model. */
 export function workflowJsonSchema(): Record<string, unknown> {

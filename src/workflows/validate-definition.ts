@@ -1,5 +1,6 @@
 import type * as z from 'zod';
-import { isLoopStep, type Workflow, WorkflowSchema } from './model.js';
+import { expressionsIn, parseReference } from '../engine/templating.js';
+import { isCommandStep, isLoopStep, type Workflow, WorkflowSchema } from './model.js';
 
 /** One reason a workflow definition is invalid. `path` is a JSON Pointer into the definition. */
 export interface Violation {
@@ -176,5 +177,59 @@ function semanticViolations(workflow: Workflow): Violation[] {
     }
     bodyRefs.set(step.body, i);
   });
+  out.push(...templateViolations(workflow));
+  return out;
+}
+
+/** Places that may hold `${{ }}` templates, in run order, with the step ids that ran before each. */
+export function templatePlaces(workflow: Workflow): { path: string; value: unknown; before: Set<string> }[] {
+  const places: { path: string; value: unknown; before: Set<string> }[] = [];
+  const seen = new Set<string>();
+  for (const [name, spec] of Object.entries(workflow.inputs ?? {})) {
+    if (spec.provider?.with)
+      places.push({ path: `/inputs/${name}/provider/with`, value: spec.provider.with, before: new Set() });
+  }
+  const visit = (step: Workflow['steps'][number], path: string) => {
+    const before = new Set(seen);
+    if (isCommandStep(step)) {
+      if (step.with) places.push({ path: `${path}/with`, value: step.with, before });
+      if (step.body !== undefined) places.push({ path: `${path}/body`, value: step.body, before });
+    } else if (!isLoopStep(step)) {
+      places.push({ path: `${path}/title`, value: step.title, before });
+      places.push({ path: `${path}/prompt`, value: step.prompt, before });
+      if (step.guidance) places.push({ path: `${path}/guidance`, value: step.guidance, before });
+    }
+    seen.add(step.id);
+  };
+  workflow.steps.forEach((step, i) => {
+    if (isLoopStep(step) && Array.isArray(step.body)) {
+      step.body.forEach((inner, j) => {
+        visit(inner, `/steps/${i}/body/${j}`);
+      });
+    }
+    visit(step, `/steps/${i}`);
+  });
+  if (workflow.final_output !== undefined)
+    places.push({ path: '/final_output', value: workflow.final_output, before: seen });
+  return places;
+}
+
+function templateViolations(workflow: Workflow): Violation[] {
+  const out: Violation[] = [];
+  const inputs = new Set(Object.keys(workflow.inputs ?? {}));
+  for (const place of templatePlaces(workflow)) {
+    for (const expr of expressionsIn(place.value)) {
+      const ref = parseReference(expr);
+      const fault = (message: string) =>
+        out.push({ path: place.path, rule: 'templateReference', message, actual: `\${{ ${expr} }}` });
+      if (ref === undefined)
+        fault(`"\${{ ${expr} }}" is not inputs.<name>, steps.<id>.output[.path] or env.<NAME>`);
+      else if (ref.kind === 'inputs' && !inputs.has(ref.name))
+        fault(`the workflow declares no input "${ref.name}"`);
+      else if (ref.kind === 'steps' && !place.before.has(ref.step)) {
+        fault(`step "${ref.step}" does not run before this point, so its output is not available`);
+      }
+    }
+  }
   return out;
 }

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { fail } from '../../engine/errors.js';
 import type { ValidationEngine } from '../../engine/validation-engine.js';
 import { checkManifest, type Finding } from '../../workflows/manifest-check.js';
-import { type Condition, isLoopStep, type Workflow } from '../../workflows/model.js';
+import { type Condition, isLoopStep, isPromptStep, type Workflow } from '../../workflows/model.js';
 import { formatOf } from '../../workflows/parse.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
 import { requireWorkflow } from '../guidance/guidance-tools.js';
@@ -37,7 +37,7 @@ export function contextVariables(workflow: Workflow): string[] {
         for (const v of conditionVars(cfg.condition)) vars.add(v);
       if (cfg.type === 'for' && typeof cfg.count === 'string') vars.add(cfg.count);
       if (cfg.type === 'forEach') vars.add(cfg.items);
-    } else if (typeof step.requireConfirmation === 'object') {
+    } else if (isPromptStep(step) && typeof step.requireConfirmation === 'object') {
       for (const v of conditionVars(step.requireConfirmation)) vars.add(v);
     }
   }

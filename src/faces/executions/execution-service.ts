@@ -1,9 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { CatalogRegistry } from '../../catalogs/catalog-registry.js';
+import type { CommandStepRunner } from '../../catalogs/command-steps.js';
 import type { Context } from '../../engine/conditions.js';
 import { DomainFailure, fail } from '../../engine/errors.js';
 import { buildGuidance, type Guidance } from '../../engine/guidance.js';
-import { findPromptStep, type LoopPosition, nextStep } from '../../engine/next-step.js';
+import { resolveInputs } from '../../engine/inputs.js';
+import { findActionStep, findPromptStep, type LoopPosition, nextStep } from '../../engine/next-step.js';
 import { canTransition, type ExecutionState, isTerminal, TRANSITIONS } from '../../engine/state-machine.js';
+import { renderPreview, type TemplateScope } from '../../engine/templating.js';
 import type { ValidationEngine, ValidationResult } from '../../engine/validation-engine.js';
 import type {
   ExecutionRecord,
@@ -11,7 +15,13 @@ import type {
   StepRecord,
   StoreWriter,
 } from '../../store/execution-store.js';
-import { isLoopStep, type PromptStep, type Workflow } from '../../workflows/model.js';
+import {
+  type CommandStep,
+  isCommandStep,
+  isLoopStep,
+  type PromptStep,
+  type Workflow,
+} from '../../workflows/model.js';
 import type { PersonaRegistry } from '../../workflows/personas.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
 import { requireWorkflow } from '../guidance/guidance-tools.js';
@@ -58,6 +68,36 @@ export interface ExecutionDeps {
   personas: PersonaRegistry;
   engine: ValidationEngine;
   tokens: TokenService;
+  /** Runs command steps; without it a command step fails the execution with `unknown_command`. */
+  commands?: { runner: CommandStepRunner; catalogs: CatalogRegistry };
+  /** Environment variables templates may read. */
+  allowedEnv?: Record<string, string>;
+}
+
+/** One command step the server ran while advancing an execution. */
+export interface CommandRun {
+  step_id: string;
+  command: string;
+  status: number;
+  output: unknown;
+  attempts: number;
+  polls: number;
+  duration_ms: number;
+}
+
+/** The agent-visible part of a step output, kept in the context as `steps.<id>.output`. */
+function outputForTemplates(output: StepOutput): Record<string, unknown> {
+  return {
+    summary: output.summary,
+    ...(output.findings ? { findings: output.findings } : {}),
+    ...(output.next_step_recommendation ? { next_step_recommendation: output.next_step_recommendation } : {}),
+  };
+}
+
+function asRecord(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
 }
 
 const nowIso = () => new Date().toISOString();
@@ -101,17 +141,43 @@ export class ExecutionService {
     workflow_name: string;
     execution_id?: string | undefined;
     context?: Context | undefined;
+    inputs?: Record<string, unknown> | undefined;
   }) {
-    const { store, registry, personas } = this.deps;
-    await Promise.all([registry.ready(), personas.ready()]);
+    const { store, registry, personas, engine } = this.deps;
+    await Promise.all([
+      registry.ready(),
+      personas.ready(),
+      engine.load(),
+      this.deps.commands?.catalogs.ready(),
+    ]);
     if (input.execution_id !== undefined) {
       const existing = await store.getExecution(input.execution_id);
       if (existing) return this.existingStart(existing, input.workflow_name);
     }
     const entry = requireWorkflow(registry, input.workflow_name);
     const workflow = entry.workflow;
+    this.checkRequirements(workflow);
+    const context: Context = { ...(input.context ?? {}) };
+    if (workflow.inputs !== undefined || input.inputs !== undefined) {
+      const resolved = resolveInputs(workflow.inputs, input.inputs ?? {}, {
+        env: this.deps.allowedEnv ?? {},
+        matches: (pattern, text) => engine.matches(pattern, text),
+      });
+      if (!resolved.ready) {
+        fail({
+          code: 'inputs_not_ready',
+          message: `inputs are not ready: ${resolved.inputs
+            .filter((i) => i.message)
+            .map((i) => i.message)
+            .join('; ')}`,
+          workflowId: workflow.id,
+          inputs: resolved.inputs,
+        });
+      }
+      context.inputs = resolved.values;
+    }
     const executionId = input.execution_id ?? `exec_${randomBytes(12).toString('hex')}`;
-    return store.transaction(async (tx) => {
+    const started = await store.transaction(async (tx) => {
       const raced = await tx.getExecution(executionId);
       if (raced) return this.existingStart(raced, input.workflow_name, tx);
       const at = nowIso();
@@ -125,7 +191,7 @@ export class ExecutionService {
         current_step: null,
         current_seq: 0,
         completed_steps: [],
-        context: input.context ?? {},
+        context,
         token_nonce: null,
         token_attempt: 0,
         token_issued_at: null,
@@ -146,16 +212,172 @@ export class ExecutionService {
       const next = nextStep(workflow, [], exec.context);
       const view = await this.enterStep(tx, exec, workflow, next);
       await tx.updateExecution(exec);
+      if (view === 'command') return { pending: true as const, execution_id: exec.execution_id };
       return {
         success: true,
         execution_id: exec.execution_id,
         workflow_state: exec.state,
-        ...(view ? { ...view, new_token: this.liveToken(exec) } : {}),
+        ...(view ? { ...view, new_token: this.liveToken(exec) } : { ...this.finalOutput(exec) }),
         message: view
           ? `Workflow '${workflow.id}' started. Step '${view.step_name}' ready.`
           : `Workflow '${workflow.id}' started and completed: no step applies to this context.`,
       };
     });
+    if (!('pending' in started)) return started;
+    const commands = await this.runCommands(started.execution_id);
+    return this.afterCommands(started.execution_id, commands, `Workflow '${workflow.id}' started.`);
+  }
+
+  /** Catalogs the workflow requires, and those its command steps name, must be installed and enabled. */
+  private checkRequirements(workflow: Workflow): void {
+    const needed = new Set(workflow.requires?.catalogs ?? []);
+    const visit = (step: Workflow['steps'][number]) => {
+      if (isCommandStep(step)) needed.add(step.run.split(' ')[0] as string);
+    };
+    for (const step of workflow.steps) {
+      visit(step);
+      if (isLoopStep(step) && Array.isArray(step.body)) step.body.forEach(visit);
+    }
+    for (const catalog of needed) {
+      if (!this.deps.commands?.catalogs.get(catalog)?.config.enabled) {
+        fail({
+          code: 'catalog_not_found',
+          message: `workflow "${workflow.id}" needs catalog "${catalog}", which is not imported or is disabled`,
+          catalog,
+        });
+      }
+    }
+  }
+
+  /** Runs the command steps the execution is on, one after another, until an agent step or the end. */
+  private async runCommands(executionId: string): Promise<CommandRun[]> {
+    const runs: CommandRun[] = [];
+    for (;;) {
+      const claim = await this.deps.store.transaction(async (tx) => {
+        const exec = await tx.getExecution(executionId);
+        if (exec?.state !== 'running' || exec.current_step === null) return undefined;
+        const workflow = await this.definition(exec, tx);
+        const step = findActionStep(workflow, exec.current_step);
+        const row = await tx.getStep(executionId, exec.current_seq);
+        if (!step || !isCommandStep(step) || !row) return undefined;
+        row.attempts += 1;
+        await tx.updateStep(row);
+        return { exec, workflow, step, row, scope: this.scope(exec.context) };
+      });
+      if (!claim) return runs;
+      const { step, row, scope } = claim;
+      const key = `${executionId}:${step.id}:${row.seq}:${row.attempts}`;
+      let result: Awaited<ReturnType<CommandStepRunner['run']>>;
+      try {
+        if (!this.deps.commands) {
+          fail({
+            code: 'command_failed',
+            message: `step "${step.id}" (${step.run}): no catalogs are configured`,
+            reason: 'unknown_command',
+            stepId: step.id,
+            command: step.run,
+            executionId,
+            retryable: false,
+          });
+        }
+        result = await this.deps.commands.runner.run(step, scope, key, executionId);
+      } catch (error) {
+        await this.commandFailed(executionId, step, row.seq, error);
+        throw error;
+      }
+      runs.push({
+        step_id: step.id,
+        command: step.run,
+        status: result.status,
+        output: result.output,
+        attempts: result.attempts,
+        polls: result.polls,
+        duration_ms: result.duration_ms,
+      });
+      await this.deps.store.transaction(async (tx) => {
+        const exec = await tx.getExecution(executionId);
+        const current = await tx.getStep(executionId, row.seq);
+        if (!exec || !current || exec.current_seq !== row.seq) return;
+        const at = nowIso();
+        current.status = 'completed';
+        current.completed_at = at;
+        current.duration_ms = current.started_at ? Date.parse(at) - Date.parse(current.started_at) : null;
+        current.output = { status: result.status, output: result.output, polls: result.polls };
+        await tx.updateStep(current);
+        await this.event(tx, 'step_completed', exec, step.id, {
+          seq: row.seq,
+          command: step.run,
+          http_status: result.status,
+          attempts: result.attempts,
+        });
+        const workflow = await this.definition(exec, tx);
+        const context: Context = {
+          ...exec.context,
+          steps: { ...asRecord(exec.context.steps), [step.id]: result.output },
+        };
+        const next = nextStep(workflow, [...exec.completed_steps, step.id], context);
+        await this.enterStep(tx, exec, workflow, next);
+        await tx.updateExecution(exec);
+      });
+    }
+  }
+
+  private async commandFailed(
+    executionId: string,
+    step: CommandStep,
+    seq: number,
+    error: unknown,
+  ): Promise<void> {
+    const details =
+      error instanceof DomainFailure && error.error.code === 'command_failed'
+        ? { reason: error.error.reason, message: error.error.message, status: error.error.status }
+        : { reason: 'internal', message: (error as Error).message };
+    await this.deps.store.transaction(async (tx) => {
+      const exec = await tx.getExecution(executionId);
+      const row = await tx.getStep(executionId, seq);
+      if (!exec || !row || exec.state !== 'running') return;
+      row.status = 'failed';
+      row.completed_at = nowIso();
+      row.output = { error: details };
+      await tx.updateStep(row);
+      await this.event(tx, 'step_failed', exec, step.id, { command: step.run, ...details });
+      await this.transition(tx, exec, 'failed', details.message);
+      await tx.updateExecution(exec);
+    });
+  }
+
+  /** The answer after command steps ran: the agent step now current (with its token), or completion. */
+  private async afterCommands(executionId: string, commands: CommandRun[], lead: string) {
+    const current = await this.current(executionId);
+    const exec = await this.deps.store.getExecution(executionId);
+    return {
+      success: true,
+      execution_id: executionId,
+      workflow_state: current.workflow_state,
+      commands,
+      ...(current.view
+        ? { ...current.view, new_token: current.continuation_token }
+        : exec
+          ? { ...this.finalOutput(exec) }
+          : {}),
+      message: current.view
+        ? `${lead} Ran ${commands.length} command step(s); step '${current.view.step_name}' ready.`
+        : `${lead} Ran ${commands.length} command step(s); workflow completed successfully.`,
+    };
+  }
+
+  private finalOutput(exec: ExecutionRecord): { final_output?: unknown } {
+    return 'final_output' in exec.metadata ? { final_output: exec.metadata.final_output } : {};
+  }
+
+  /** What templates can see: inputs, step outputs (both kept in the context) and allowed env vars. */
+  private scope(context: Context): TemplateScope {
+    return {
+      inputs: asRecord(context.inputs),
+      steps: asRecord(context.steps),
+      env: this.deps.allowedEnv ?? {},
+      context,
+    };
   }
 
   private async existingStart(exec: ExecutionRecord, workflowName: string, tx?: StoreWriter) {
@@ -216,9 +438,26 @@ export class ExecutionService {
     }
     this.checkArtifacts(output.artifacts ?? []);
     const outputHash = createHash('sha256').update(canonical(output)).digest('hex');
-    return this.recordingErrors(payload.execution_id, payload.step_name, () =>
-      this.advance(payload, output, outputHash),
-    );
+    return this.recordingErrors(payload.execution_id, payload.step_name, async () => {
+      const advanced = await this.advance(payload, output, outputHash);
+      if (advanced.kind === 'done') return advanced.response;
+      const commands = await this.runCommands(payload.execution_id);
+      const response = await this.afterCommands(
+        payload.execution_id,
+        commands,
+        `Step '${payload.step_name}' done.`,
+      );
+      await this.deps.store.transaction((tx) =>
+        tx.recordSubmission({
+          nonce: advanced.nonce,
+          execution_id: payload.execution_id,
+          output_hash: outputHash,
+          response,
+          created_at: advanced.at,
+        }),
+      );
+      return response;
+    });
   }
 
   /** Failed calls roll their transaction back; the `error` telemetry event is written on its own. */
@@ -260,7 +499,9 @@ export class ExecutionService {
       }
       const recorded = await tx.getSubmission(payload.nonce);
       if (recorded) {
-        if (recorded.output_hash === outputHash) return recorded.response as Record<string, unknown>;
+        if (recorded.output_hash === outputHash) {
+          return { kind: 'done' as const, response: recorded.response as Record<string, unknown> };
+        }
         fail({
           code: 'state_conflict',
           message: 'State error',
@@ -361,9 +602,12 @@ export class ExecutionService {
           await this.event(tx, 'artifact_stored', exec, step.id, { artifact_id: id, name: artifact.name });
         }
         await this.event(tx, 'step_completed', exec, step.id, { seq: row.seq, duration_ms: row.duration_ms });
+        context.steps = { ...asRecord(context.steps), [step.id]: outputForTemplates(output) };
         const next = nextStep(workflow, [...exec.completed_steps, step.id], context);
         const view = await this.enterStep(tx, exec, workflow, next);
         await tx.updateExecution(exec);
+        // Command steps come next: they run after this commit, and the answer is recorded after them.
+        if (view === 'command') return { kind: 'pending' as const, nonce: payload.nonce, at };
         response = view
           ? {
               success: true,
@@ -377,6 +621,7 @@ export class ExecutionService {
               success: true,
               execution_id: exec.execution_id,
               workflow_state: exec.state,
+              ...this.finalOutput(exec),
               message: 'Workflow completed successfully',
             };
       }
@@ -387,7 +632,7 @@ export class ExecutionService {
         response,
         created_at: at,
       });
-      return response;
+      return { kind: 'done' as const, response };
     });
   }
 
@@ -462,6 +707,23 @@ export class ExecutionService {
       if (!exec) fail({ code: 'execution_not_found', message: 'Execution not found', executionId });
       const workflow = await this.definition(exec, tx);
       let view: StepView | undefined;
+      const action = exec.current_step !== null ? findActionStep(workflow, exec.current_step) : undefined;
+      const onCommand = action !== undefined && isCommandStep(action);
+      if (onCommand && !isTerminal(exec.state)) {
+        return {
+          execution_id: exec.execution_id,
+          workflow_name: exec.workflow_name,
+          workflow_state: exec.state,
+          current_step: exec.current_step,
+          step_status: 'server',
+          agent_name: 'server',
+          progress: null,
+          continuation_token: null,
+          agent_content: null,
+          instructions: `The server runs command step "${exec.current_step}"; call workflow_resume to run it and continue.`,
+          view,
+        };
+      }
       if (!isTerminal(exec.state) && exec.current_step !== null) {
         if (exec.token_expires_at !== null && Date.parse(exec.token_expires_at) <= Date.now()) {
           this.mintToken(exec, exec.current_step);
@@ -493,6 +755,14 @@ export class ExecutionService {
       };
     };
     return outer ? run(outer) : this.deps.store.transaction(run);
+  }
+
+  /** workflow_resume: finishes command steps left pending (e.g. by a crash), then the current step. */
+  async resume(executionId: string) {
+    await Promise.all([this.deps.registry.ready(), this.deps.personas.ready(), this.deps.engine.load()]);
+    const commands = await this.runCommands(executionId);
+    const current = await this.current(executionId);
+    return commands.length > 0 ? { ...current, commands } : current;
   }
 
   async status(executionId: string) {
@@ -600,19 +870,47 @@ export class ExecutionService {
     exec: ExecutionRecord,
     workflow: Workflow,
     next: ReturnType<typeof nextStep>,
-  ): Promise<StepView | undefined> {
+  ): Promise<StepView | undefined | 'command'> {
     exec.completed_steps = next.completedSteps;
     exec.context = next.context;
     exec.updated_at = nowIso();
     if (next.step === null) {
       exec.current_step = null;
       exec.token_nonce = null;
+      if (workflow.final_output !== undefined) {
+        exec.metadata = {
+          ...exec.metadata,
+          final_output: renderPreview(workflow.final_output, this.scope(exec.context)).value,
+        };
+      }
       await this.transition(tx, exec, 'completed');
       await this.event(tx, 'workflow_completed', exec, null, { steps: exec.current_seq });
       return undefined;
     }
     exec.current_seq += 1;
     exec.current_step = next.step.id;
+    if (isCommandStep(next.step)) {
+      // The server runs it after this transaction commits; no token until an agent step comes.
+      exec.token_nonce = null;
+      await tx.insertStep({
+        execution_id: exec.execution_id,
+        seq: exec.current_seq,
+        step_name: next.step.id,
+        agent_name: 'server',
+        iteration: next.loop?.iteration ?? null,
+        status: 'running',
+        attempts: 0,
+        started_at: exec.updated_at,
+        completed_at: null,
+        duration_ms: null,
+        output: null,
+      });
+      await this.event(tx, 'step_started', exec, next.step.id, {
+        seq: exec.current_seq,
+        command: next.step.run,
+      });
+      return 'command';
+    }
     const view = this.stepView(exec, workflow, next);
     await tx.insertStep({
       execution_id: exec.execution_id,
@@ -638,7 +936,14 @@ export class ExecutionService {
 
   private stepView(exec: ExecutionRecord, workflow: Workflow, next: ReturnType<typeof nextStep>): StepView {
     const step = next.step as PromptStep;
-    const guidance = buildGuidance(workflow, step, next.context, next.loop, next.notices);
+    const guidance = buildGuidance(
+      workflow,
+      step,
+      next.context,
+      next.loop,
+      next.notices,
+      this.scope(next.context),
+    );
     const agentName = step.agent ?? DEFAULT_AGENT;
     const persona = this.deps.personas.get(agentName);
     const missing = step.agent !== undefined && persona === undefined;

@@ -1,5 +1,5 @@
 import { fail } from '../../engine/errors.js';
-import { isLoopStep, type Workflow } from '../../workflows/model.js';
+import { isPromptStep, type Workflow } from '../../workflows/model.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
 import { requireWorkflow } from '../guidance/guidance-tools.js';
 import type { ResourceDefinition } from '../resource.js';
@@ -12,7 +12,7 @@ const MAX_TELEMETRY_LIMIT = 1000;
 function phases(workflow: Workflow) {
   return workflow.steps.map((s) => ({
     phase: s.id,
-    agent: isLoopStep(s) ? null : (s.agent ?? null),
+    agent: isPromptStep(s) ? (s.agent ?? null) : null,
     description: s.title,
   }));
 }

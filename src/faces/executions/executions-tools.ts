@@ -56,6 +56,21 @@ const StepViewShape = {
   new_token: z.string().nullable().optional().describe('Continuation token for workflow_next_step'),
 };
 
+const CommandRunSchema = z
+  .array(
+    z.object({
+      step_id: z.string().describe('Command step id'),
+      command: z.string().describe('"<catalog> <command>"'),
+      status: z.number().describe('HTTP status of the last response'),
+      output: z.unknown().describe('Response body (JSON when the API sent JSON)'),
+      attempts: z.number().describe('HTTP attempts of the last poll (retries included)'),
+      polls: z.number().describe('Requests made for repeat'),
+      duration_ms: z.number().describe('Time taken'),
+    }),
+  )
+  .optional()
+  .describe('Command steps the server ran before answering');
+
 const AdvanceResultSchema = z.object({
   success: z.boolean().describe('False when the output failed validation (nothing advanced)'),
   execution_id: z.string().describe('Execution id'),
@@ -69,14 +84,17 @@ const AdvanceResultSchema = z.object({
     })
     .optional()
     .describe('Present when validation failed'),
+  commands: CommandRunSchema,
+  final_output: z.unknown().optional().describe("The workflow's final_output, rendered, once completed"),
   ...StepViewShape,
 });
 
+/** Advancing may run command steps, which call the APIs of imported catalogs: open world. */
 const EXECUTION_ANNOTATIONS = {
   readOnlyHint: false,
   destructiveHint: false,
   idempotentHint: true,
-  openWorldHint: false,
+  openWorldHint: true,
 };
 
 /** The durable-executions face (seed 004): state on the server, a signed token with the agent. */
@@ -93,6 +111,10 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
           workflowId: IdSchema.optional().describe('Alias of workflow_name'),
           execution_id: ExecutionIdSchema.optional().describe('Client-chosen id, for safe retries'),
           context: ContextSchema.optional(),
+          inputs: z
+            .record(z.string(), z.unknown())
+            .optional()
+            .describe("Values for the workflow's inputs (see workflow_preview_inputs)"),
         })
         .refine((v) => v.workflow_name !== undefined || v.workflowId !== undefined, {
           message: 'workflow_name is required',
@@ -105,6 +127,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
           workflow_name: (input.workflow_name ?? input.workflowId) as string,
           execution_id: input.execution_id,
           context: input.context,
+          inputs: input.inputs,
         }),
     }),
     defineTool({
@@ -180,10 +203,11 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
         instructions: z.string().describe('What to do'),
         step: z.looseObject({}).optional().describe('The step definition'),
         guidance: z.looseObject({}).optional().describe('Guidance as in workflow_next'),
+        commands: CommandRunSchema,
       }),
-      annotations: READ_ONLY,
+      annotations: EXECUTION_ANNOTATIONS,
       handler: async ({ execution_id }) => {
-        const { view, ...current } = await (await service()).current(execution_id);
+        const { view, ...current } = await (await service()).resume(execution_id);
         return { ...current, ...(view ? { step: view.step, guidance: view.guidance } : {}) };
       },
     }),

@@ -178,7 +178,12 @@ export function guidanceTools({ registry, engine }: GuidanceDeps): ToolDefinitio
       }),
       outputSchema: z.object({
         step: z
-          .looseObject({ id: z.string(), title: z.string(), prompt: z.string() })
+          .looseObject({
+            id: z.string(),
+            title: z.string(),
+            prompt: z.string().optional(),
+            run: z.string().optional(),
+          })
           .nullable()
           .describe('The next step, or null when the workflow is complete'),
         guidance: GuidanceSchema,

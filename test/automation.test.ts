@@ -1,0 +1,429 @@
+import { cpSync, existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectClient, FIXTURES, type Sandbox, sandbox } from './helpers/server.js';
+import { TasksApi, TOKEN } from './helpers/tasks-api.js';
+
+type Json = Record<string, any>;
+
+const OPENAPI = join(FIXTURES, 'openapi', 'tasks-api.yaml');
+let sb: Sandbox;
+let api: TasksApi;
+let client: Client;
+let closeClient: () => Promise<void>;
+
+async function call(name: string, args: Json, c: Client = client): Promise<Json> {
+  const res = await c.callTool({ name, arguments: args });
+  if (res.isError) return { error: (res.structuredContent as Json).error };
+  return res.structuredContent as Json;
+}
+
+const commandWorkflow = (id: string, taskId: string, extra = '') => `id: ${id}
+name: ${id}
+description: Fetches one task
+version: 1.0.0
+steps:
+  - id: fetch-task
+    title: Fetch the task
+    run: tasks-api get-task
+    with: { taskId: ${taskId} }
+${extra}`;
+
+beforeAll(async () => {
+  api = new TasksApi();
+  await api.start();
+  sb = sandbox({
+    WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
+    WORKFLOWLOOKUP_ALLOWED_ENV: 'RELEASE_NAME,UNSET_THING',
+    RELEASE_NAME: 'r42',
+  });
+  sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
+  ({ client, close: closeClient } = await connectClient(sb));
+});
+
+afterAll(async () => {
+  await closeClient();
+  await api.stop();
+  sb.cleanup();
+});
+
+describe('OpenAPI catalogs', () => {
+  it('validates, previews and imports a document; its operations become commands and providers', async () => {
+    const valid = await call('catalog_validate_openapi', { source: OPENAPI });
+    expect(valid).toMatchObject({ valid: true, document_kind: 'openapi_3', operation_count: 8 });
+    const broken = await call('catalog_validate_openapi', {
+      source: join(FIXTURES, 'openapi', 'broken.yaml'),
+    });
+    expect(broken.valid).toBe(false);
+    expect(broken.violations.length).toBeGreaterThan(0);
+    const v2 = await call('catalog_validate_openapi', {
+      source: join(FIXTURES, 'openapi', 'petstore-v2.json'),
+    });
+    expect(v2.document_kind).toBe('openapi_2');
+    const url = await call('catalog_validate_openapi', { source: `${api.baseUrl}/openapi.yaml` });
+    expect(url.error.data.details).toMatch(/URL sources are disabled/);
+    const missing = await call('catalog_validate_openapi', { source: join(sb.root, 'nope.yaml') });
+    expect(missing.error.code).toBe(-32602);
+
+    const preview = await call('catalog_preview_import', {
+      source: OPENAPI,
+      catalog_title: 'Tasks API',
+      base_url: api.baseUrl,
+      include_command_preview: true,
+    });
+    expect(preview).toMatchObject({
+      catalog: { id: 'tasks-api', title: 'Tasks API', base_url: api.baseUrl },
+      projected_command_count: 8,
+      projected_group_prefixes: ['exports', 'projects', 'tasks'],
+      provider_contract_count: 2,
+    });
+    expect(existsSync(join(sb.root, 'home', '.config', 'workflowlookup', 'catalogs'))).toBe(false);
+
+    const imported = await call('catalog_import_openapi', {
+      source: OPENAPI,
+      catalog_title: 'Tasks API',
+      base_url: api.baseUrl,
+    });
+    expect(imported).toMatchObject({
+      catalog_id: 'tasks-api',
+      command_count: 8,
+      provider_contract_count: 2,
+      auth: { type: 'bearer', token_env: 'WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN' },
+    });
+    expect(JSON.parse(readFileSync(imported.catalog_path, 'utf8'))).toMatchObject({
+      id: 'tasks-api',
+      enabled: true,
+    });
+    expect(JSON.parse(readFileSync(imported.manifest_path, 'utf8')).commands).toHaveLength(8);
+    const again = await call('catalog_import_openapi', {
+      source: OPENAPI,
+      catalog_title: 'Tasks API',
+      base_url: api.baseUrl,
+    });
+    expect(again.error.data.error_code).toBe('CATALOG_CONFLICT');
+
+    const commands = await call('command_list', { catalog_id: 'tasks-api', group: 'tasks' });
+    expect(commands.commands.map((c: Json) => c.run).sort()).toEqual([
+      'tasks-api create-task',
+      'tasks-api delete-task',
+      'tasks-api get-task',
+      'tasks-api list-tasks',
+      'tasks-api update-task',
+    ]);
+    const providers = await call('provider_list', {});
+    expect(providers.providers.map((p: Json) => p.provider).sort()).toEqual([
+      'tasks-api list-projects',
+      'tasks-api list-tasks',
+    ]);
+    const resource = await client.readResource({ uri: 'workflowlookup://catalogs/commands' });
+    expect(JSON.parse((resource.contents[0] as { text: string }).text)).toHaveLength(8);
+    const providerResource = await client.readResource({ uri: 'workflowlookup://catalogs/providers' });
+    expect(JSON.parse((providerResource.contents[0] as { text: string }).text)).toHaveLength(2);
+  });
+});
+
+describe('inputs, templates and plans', () => {
+  beforeAll(() => {
+    cpSync(join(FIXTURES, 'automation', 'export-tasks.yaml'), join(sb.runtime, 'export-tasks.yaml'));
+  });
+
+  it('previews and resolves inputs, asking the provider for choices', async () => {
+    await new Promise((r) => setTimeout(r, 300));
+    const preview = await call('workflow_preview_inputs', { workflow_id: 'export-tasks' });
+    expect(preview.inputs).toEqual([
+      expect.objectContaining({
+        name: 'project',
+        type: 'string',
+        required: true,
+        provider: expect.any(Object),
+      }),
+      expect.objectContaining({
+        name: 'title_prefix',
+        required: false,
+        default: 'Follow-up',
+        rules: { maxLength: 40 },
+      }),
+    ]);
+    const unresolved = await call('workflow_resolve_inputs', { workflow_id: 'export-tasks', inputs: {} });
+    expect(unresolved.ready).toBe(false);
+    expect(unresolved.inputs[0]).toMatchObject({
+      name: 'project',
+      status: 'prompt',
+      choices: [
+        { value: 'p1', label: 'Alpha' },
+        { value: 'p2', label: 'Beta' },
+      ],
+    });
+    expect(unresolved.inputs[1]).toMatchObject({
+      name: 'title_prefix',
+      status: 'default',
+      value: 'Follow-up',
+    });
+    const ready = await call('workflow_resolve_inputs', {
+      workflow_id: 'export-tasks',
+      inputs: { project: 'p1' },
+    });
+    expect(ready).toMatchObject({ ready: true, values: { project: 'p1', title_prefix: 'Follow-up' } });
+    const wrong = await call('workflow_resolve_inputs', {
+      workflow_id: 'export-tasks',
+      inputs: { project: 'zzz', title_prefix: 7 },
+    });
+    expect(wrong.ready).toBe(false);
+    expect(wrong.inputs.map((i: Json) => i.status)).toEqual(['invalid', 'invalid']);
+  });
+
+  it('resolves env defaults only from allowed variables and reports unknown references as validation errors', async () => {
+    const content = `id: env-flow
+name: Env flow
+description: Uses env and input templates
+version: 1.0.0
+inputs:
+  release: { type: string, description: Release name, default: { env: RELEASE_NAME } }
+  secret: { type: string, description: Not allowed, default: { env: HOME } }
+steps:
+  - id: announce
+    title: Announce
+    prompt: "Announce \${{ inputs.release }} built by \${{ env.RELEASE_NAME }}"
+`;
+    const resolved = await call('workflow_resolve_inputs', { content, inputs: {} });
+    expect(resolved.inputs).toEqual([
+      { name: 'release', status: 'default', value: 'r42' },
+      expect.objectContaining({
+        name: 'secret',
+        status: 'invalid',
+        message: expect.stringMatching(/not allowed/),
+      }),
+    ]);
+    const rendered = await call('workflow_preview_rendered', { content, inputs: { secret: 'x' } });
+    expect(rendered.steps[0].rendered.prompt).toBe('Announce r42 built by r42');
+    const badRefs = await call('workflow_validate_manifest', {
+      content: content.replace(
+        '${{ env.RELEASE_NAME }}',
+        '${{ inputs.nope }} ${{ steps.later.output }} ${{ bogus }}',
+      ),
+    });
+    expect(badRefs.valid).toBe(false);
+    expect(badRefs.violations.map((v: Json) => v.rule)).toEqual([
+      'templateReference',
+      'templateReference',
+      'templateReference',
+    ]);
+    const hidden = await call('workflow_preview_rendered', {
+      content: content.replace('${{ env.RELEASE_NAME }}', '${{ env.PATH }}'),
+      inputs: { secret: 'x' },
+    });
+    expect(hidden.steps[0].errors[0]).toMatch(/PATH is not allowed/);
+  });
+
+  it('renders templates with types kept and defers step outputs; plans the run', async () => {
+    const rendered = await call('workflow_preview_rendered', {
+      workflow_id: 'export-tasks',
+      inputs: { project: 'p1' },
+    });
+    const fetch = rendered.steps.find((s: Json) => s.step_id === 'fetch-tasks');
+    expect(fetch.rendered.with).toEqual({ projectId: 'p1', status: 'open' });
+    const review = rendered.steps.find((s: Json) => s.step_id === 'review');
+    expect(review.rendered.title).toBe('Review the tasks of p1');
+    expect(review.deferred).toEqual(['steps.fetch-tasks.output.items']);
+    const plan = await call('workflow_step_plan', {
+      workflow_id: 'conditional-workflow-example',
+      inputs: {},
+      context: { taskScope: 'small', userExpertise: 'novice' },
+    });
+    expect(plan.steps.map((s: Json) => s.decision)).toContain('skip');
+    const exportPlan = await call('workflow_step_plan', {
+      workflow_id: 'export-tasks',
+      inputs: { project: 'p1' },
+    });
+    expect(exportPlan.steps.map((s: Json) => [s.step_id, s.kind, s.decision, s.depends_on])).toEqual([
+      ['fetch-tasks', 'command', 'run', []],
+      ['review', 'agent', 'run', ['fetch-tasks']],
+      ['create-follow-up', 'command', 'run', ['review']],
+      ['export', 'command', 'run', []],
+      ['wait-export', 'command', 'run', ['export']],
+    ]);
+  });
+});
+
+describe('command steps', () => {
+  it('runs command steps around agent steps, polls with repeat, and records outputs that survive a restart', async () => {
+    const notReady = await call('workflow_start', { workflow_name: 'export-tasks' });
+    expect(notReady.error.data.error_code).toBe('INPUTS_NOT_READY');
+    const before = api.requests.length;
+    const started = await call('workflow_start', {
+      workflow_name: 'export-tasks',
+      inputs: { project: 'p1' },
+    });
+    expect(started).toMatchObject({ success: true, workflow_state: 'running', step_name: 'review' });
+    expect(started.commands).toEqual([
+      expect.objectContaining({
+        step_id: 'fetch-tasks',
+        command: 'tasks-api list-tasks',
+        status: 200,
+        output: expect.objectContaining({ total: 2 }),
+      }),
+    ]);
+    expect(started.agent_content).toContain('Fix login');
+    expect(started.agent_content).toContain('Review the tasks of p1');
+    const done = await call('workflow_next_step', {
+      token: started.new_token,
+      output: { summary: 'Triage login bugs' },
+    });
+    expect(done.workflow_state).toBe('completed');
+    expect(done.commands.map((c: Json) => [c.step_id, c.status, c.polls])).toEqual([
+      ['create-follow-up', 201, 1],
+      ['export', 202, 1],
+      ['wait-export', 200, 3],
+    ]);
+    expect(done.final_output).toEqual({
+      task: expect.objectContaining({ title: 'Follow-up: Triage login bugs', project: 'p1' }),
+      export_url: `${api.baseUrl}/downloads/job-1.csv`,
+    });
+    // Retrying the same submission returns the recorded answer without calling the API again.
+    const calls = api.requests.length;
+    expect(
+      await call('workflow_next_step', {
+        token: started.new_token,
+        output: { summary: 'Triage login bugs' },
+      }),
+    ).toEqual(done);
+    expect(api.requests.length).toBe(calls);
+
+    const made = api.requests.slice(before);
+    expect(made.map((r) => `${r.method} ${r.url}`)).toEqual([
+      'GET /api/projects/p1/tasks?status=open',
+      'POST /api/projects/p1/tasks',
+      'POST /api/exports',
+      'GET /api/exports/job-1',
+      'GET /api/exports/job-1',
+      'GET /api/exports/job-1',
+    ]);
+    for (const r of made) {
+      expect(r.headers.authorization).toBe(`Bearer ${TOKEN}`);
+      expect(r.headers['idempotency-key']).toMatch(new RegExp(`^${started.execution_id}:`));
+    }
+    expect(JSON.parse(made[1]?.body ?? '{}')).toEqual({ title: 'Follow-up: Triage login bugs' });
+
+    const { client: restarted, close } = await connectClient(sb);
+    try {
+      const history = JSON.parse(
+        (
+          (
+            await restarted.readResource({
+              uri: `workflowlookup://workflow/step_history/${started.execution_id}`,
+            })
+          ).contents[0] as { text: string }
+        ).text,
+      );
+      expect(history.map((h: Json) => [h.step_name, h.agent_name, h.status])).toEqual([
+        ['fetch-tasks', 'server', 'completed'],
+        ['review', 'default', 'completed'],
+        ['create-follow-up', 'server', 'completed'],
+        ['export', 'server', 'completed'],
+        ['wait-export', 'server', 'completed'],
+      ]);
+      expect(history[0].output.output.total).toBe(2);
+      const status = await call('workflow_executions', { states: ['completed'], limit: 200 }, restarted);
+      expect(status.executions.map((e: Json) => e.execution_id)).toContain(started.execution_id);
+    } finally {
+      await close();
+    }
+  });
+
+  it('fails clearly: 5xx after retries, timeouts, invalid JSON, redirects to another host, leaked credentials', async () => {
+    const run = async (id: string, taskId: string, extra = '') => {
+      const saved = await call('workflow_save', { content: commandWorkflow(id, taskId, extra) });
+      expect(saved.workflow_id).toBe(id);
+      return call('workflow_start', { workflow_name: id });
+    };
+    const before = api.requests.length;
+    const boom = await run('cmd-boom', 'boom');
+    expect(boom.error).toMatchObject({
+      code: -32000,
+      data: {
+        error_code: 'COMMAND_FAILED',
+        category: 'execution',
+        step_id: 'fetch-task',
+        command: 'tasks-api get-task',
+        reason: 'http_status',
+        status: 500,
+        response_payload: { error: 'internal' },
+        retryable: true,
+      },
+    });
+    expect(api.requests.slice(before).filter((r) => r.url === '/api/tasks/boom')).toHaveLength(3);
+    const runId = boom.error.data.context.run_id;
+    const failedStatus = JSON.parse(
+      (
+        (await client.readResource({ uri: `workflowlookup://workflow/workflow_status/${runId}` }))
+          .contents[0] as { text: string }
+      ).text,
+    );
+    expect(failedStatus).toMatchObject({ state: 'failed', steps: { failed: 1 } });
+
+    const flaky = await run('cmd-flaky', 'flaky');
+    expect(flaky).toMatchObject({
+      workflow_state: 'completed',
+      commands: [expect.objectContaining({ status: 200, attempts: 2 })],
+    });
+
+    const slow = await run('cmd-slow', 'slow', '    timeout: 200ms\n');
+    expect(slow.error.data).toMatchObject({ reason: 'timeout', retryable: true });
+
+    const garbage = await run('cmd-garbage', 'garbage');
+    expect(garbage.error.data).toMatchObject({
+      reason: 'invalid_json',
+      response_payload: '{"id": "garbage", ',
+    });
+
+    const hop = await run('cmd-hop', 'hop');
+    expect(hop.error.data).toMatchObject({ reason: 'redirect' });
+    expect(hop.error.data.message).toContain('another host');
+
+    const leak = await run('cmd-leak', 'leak');
+    expect(leak.error.data.reason).toBe('http_status');
+    expect(JSON.stringify(leak.error)).not.toContain(TOKEN);
+    expect(JSON.stringify(leak.error.data.response_payload)).toContain('***');
+
+    const contract = await run(
+      'cmd-contract',
+      't1',
+      '    output_contract: { type: object, required: [assignee] }\n',
+    );
+    expect(contract.error.data).toMatchObject({ reason: 'output_contract' });
+  });
+
+  it('needs the credential and an enabled catalog', async () => {
+    const { client: noToken, close } = await connectClient(sb, {
+      env: { WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: '' },
+    });
+    try {
+      const res = await call('workflow_start', { workflow_name: 'cmd-flaky' }, noToken);
+      expect(res.error.data).toMatchObject({ reason: 'missing_credential', error_code: 'COMMAND_FAILED' });
+      expect(res.error.data.message).toContain('WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN');
+    } finally {
+      await close();
+    }
+    expect(await call('catalog_set_enabled', { catalog_title: 'Tasks API', enabled: false })).toEqual({
+      catalog_id: 'tasks-api',
+      enabled: false,
+      command_count_after_toggle: 0,
+    });
+    const disabled = await call('workflow_start', {
+      workflow_name: 'export-tasks',
+      inputs: { project: 'p1' },
+    });
+    expect(disabled.error.data.error_code).toBe('CATALOG_NOT_FOUND');
+    await call('catalog_set_enabled', { catalog_id: 'tasks-api', enabled: true });
+    const removed = await call('catalog_remove', { catalog_id: 'tasks-api', remove_manifest: true });
+    expect(removed).toEqual({
+      removed_catalog_id: 'tasks-api',
+      manifest_removed: true,
+      remaining_catalog_count: 0,
+    });
+    expect((await call('catalog_remove', { catalog_id: 'tasks-api' })).error.data.error_code).toBe(
+      'CATALOG_NOT_FOUND',
+    );
+  });
+});
