@@ -27,6 +27,8 @@ export interface Config {
   catalogsDir: string;
   /** Environment variables templates (`${{ env.X }}`) and input defaults may read, with their values. */
   allowedEnv: Record<string, string>;
+  /** The names listed in WORKFLOWLOOKUP_ALLOWED_ENV (set or not): what manifests may reference. */
+  allowedEnvNames: Set<string>;
   /** Whether catalog sources may be URLs (off by default). */
   allowUrlSources: boolean;
   /** The server's environment, for catalog credentials (read only when a command runs). */
@@ -134,6 +136,12 @@ export function loadConfig(options: ConfigOptions = {}): Config {
 
   // The same directory named twice keeps only its highest-precedence position.
   const deduped = sources.filter((s, i) => !sources.slice(i + 1).some((later) => later.dir === s.dir));
+  const allowedNames = new Set(
+    (env.WORKFLOWLOOKUP_ALLOWED_ENV ?? '')
+      .split(',')
+      .map((n) => n.trim())
+      .filter((n) => n !== ''),
+  );
   const ttl = Number(env.WORKFLOWLOOKUP_TOKEN_TTL_SECONDS || DEFAULT_TOKEN_TTL_SECONDS);
   if (!Number.isFinite(ttl) || ttl <= 0) {
     throw new Error('WORKFLOWLOOKUP_TOKEN_TTL_SECONDS must be a positive number of seconds');
@@ -150,12 +158,9 @@ export function loadConfig(options: ConfigOptions = {}): Config {
     profiles: parseProfiles(options.tools ?? env.WORKFLOWLOOKUP_TOOLS),
     catalogsDir: join(dirname(runtimeDir), 'catalogs'),
     allowedEnv: Object.fromEntries(
-      (env.WORKFLOWLOOKUP_ALLOWED_ENV ?? '')
-        .split(',')
-        .map((n) => n.trim())
-        .filter((n) => n !== '' && env[n] !== undefined)
-        .map((n) => [n, env[n] as string]),
+      [...allowedNames].filter((n) => env[n] !== undefined).map((n) => [n, env[n] as string]),
     ),
+    allowedEnvNames: allowedNames,
     allowUrlSources: flag(env.WORKFLOWLOOKUP_ALLOW_URL_SOURCES, false),
     env,
   };

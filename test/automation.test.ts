@@ -1,4 +1,4 @@
-import { cpSync, existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -124,13 +124,8 @@ describe('OpenAPI catalogs', () => {
 });
 
 describe('inputs, templates and plans', () => {
-  beforeAll(() => {
-    cpSync(join(FIXTURES, 'automation', 'export-tasks.yaml'), join(sb.runtime, 'export-tasks.yaml'));
-  });
-
   it('previews and resolves inputs, asking the provider for choices', async () => {
-    await new Promise((r) => setTimeout(r, 300));
-    const preview = await call('workflow_preview_inputs', { workflow_id: 'export-tasks' });
+    const preview = await call('workflow_preview_inputs', { workflow_id: 'export-project-tasks' });
     expect(preview.inputs).toEqual([
       expect.objectContaining({
         name: 'project',
@@ -145,7 +140,10 @@ describe('inputs, templates and plans', () => {
         rules: { maxLength: 40 },
       }),
     ]);
-    const unresolved = await call('workflow_resolve_inputs', { workflow_id: 'export-tasks', inputs: {} });
+    const unresolved = await call('workflow_resolve_inputs', {
+      workflow_id: 'export-project-tasks',
+      inputs: {},
+    });
     expect(unresolved.ready).toBe(false);
     expect(unresolved.inputs[0]).toMatchObject({
       name: 'project',
@@ -161,12 +159,12 @@ describe('inputs, templates and plans', () => {
       value: 'Follow-up',
     });
     const ready = await call('workflow_resolve_inputs', {
-      workflow_id: 'export-tasks',
+      workflow_id: 'export-project-tasks',
       inputs: { project: 'p1' },
     });
     expect(ready).toMatchObject({ ready: true, values: { project: 'p1', title_prefix: 'Follow-up' } });
     const wrong = await call('workflow_resolve_inputs', {
-      workflow_id: 'export-tasks',
+      workflow_id: 'export-project-tasks',
       inputs: { project: 'zzz', title_prefix: 7 },
     });
     expect(wrong.ready).toBe(false);
@@ -186,16 +184,23 @@ steps:
     title: Announce
     prompt: "Announce \${{ inputs.release }} built by \${{ env.RELEASE_NAME }}"
 `;
-    const resolved = await call('workflow_resolve_inputs', { content, inputs: {} });
+    const resolvable = content.replace('{ env: HOME }', '{ env: UNSET_THING }');
+    const resolved = await call('workflow_resolve_inputs', { content: resolvable, inputs: {} });
     expect(resolved.inputs).toEqual([
       { name: 'release', status: 'default', value: 'r42' },
       expect.objectContaining({
         name: 'secret',
         status: 'invalid',
-        message: expect.stringMatching(/not allowed/),
+        message: expect.stringMatching(/not allowed .* or not set/),
       }),
     ]);
-    const rendered = await call('workflow_preview_rendered', { content, inputs: { secret: 'x' } });
+    expect((await call('workflow_resolve_inputs', { content, inputs: {} })).error.data.error_code).toBe(
+      'WORKFLOW_VALIDATION_FAILED',
+    );
+    const rendered = await call('workflow_preview_rendered', {
+      content: resolvable,
+      inputs: { secret: 'x' },
+    });
     expect(rendered.steps[0].rendered.prompt).toBe('Announce r42 built by r42');
     const badRefs = await call('workflow_validate_manifest', {
       content: content.replace(
@@ -209,16 +214,25 @@ steps:
       'templateReference',
       'templateReference',
     ]);
-    const hidden = await call('workflow_preview_rendered', {
+    const hidden = await call('workflow_validate_manifest', {
       content: content.replace('${{ env.RELEASE_NAME }}', '${{ env.PATH }}'),
-      inputs: { secret: 'x' },
     });
-    expect(hidden.steps[0].errors[0]).toMatch(/PATH is not allowed/);
+    expect(hidden.violations.map((v: Json) => v.message)).toEqual([
+      expect.stringContaining('PATH is not in WORKFLOWLOOKUP_ALLOWED_ENV'),
+      expect.stringContaining('HOME, which is not in WORKFLOWLOOKUP_ALLOWED_ENV'),
+    ]);
+    const unset = await call('workflow_preview_rendered', {
+      content: content
+        .replace('${{ env.RELEASE_NAME }}', '${{ env.UNSET_THING }}')
+        .replace('{ env: HOME }', '"x"'),
+      inputs: {},
+    });
+    expect(unset.steps[0].errors[0]).toMatch(/UNSET_THING is not allowed in templates \(or not set\)/);
   });
 
   it('renders templates with types kept and defers step outputs; plans the run', async () => {
     const rendered = await call('workflow_preview_rendered', {
-      workflow_id: 'export-tasks',
+      workflow_id: 'export-project-tasks',
       inputs: { project: 'p1' },
     });
     const fetch = rendered.steps.find((s: Json) => s.step_id === 'fetch-tasks');
@@ -233,7 +247,7 @@ steps:
     });
     expect(plan.steps.map((s: Json) => s.decision)).toContain('skip');
     const exportPlan = await call('workflow_step_plan', {
-      workflow_id: 'export-tasks',
+      workflow_id: 'export-project-tasks',
       inputs: { project: 'p1' },
     });
     expect(exportPlan.steps.map((s: Json) => [s.step_id, s.kind, s.decision, s.depends_on])).toEqual([
@@ -248,11 +262,11 @@ steps:
 
 describe('command steps', () => {
   it('runs command steps around agent steps, polls with repeat, and records outputs that survive a restart', async () => {
-    const notReady = await call('workflow_start', { workflow_name: 'export-tasks' });
+    const notReady = await call('workflow_start', { workflow_name: 'export-project-tasks' });
     expect(notReady.error.data.error_code).toBe('INPUTS_NOT_READY');
     const before = api.requests.length;
     const started = await call('workflow_start', {
-      workflow_name: 'export-tasks',
+      workflow_name: 'export-project-tasks',
       inputs: { project: 'p1' },
     });
     expect(started).toMatchObject({ success: true, workflow_state: 'running', step_name: 'review' });
@@ -411,7 +425,7 @@ describe('command steps', () => {
       command_count_after_toggle: 0,
     });
     const disabled = await call('workflow_start', {
-      workflow_name: 'export-tasks',
+      workflow_name: 'export-project-tasks',
       inputs: { project: 'p1' },
     });
     expect(disabled.error.data.error_code).toBe('CATALOG_NOT_FOUND');

@@ -97,7 +97,13 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
       ...(profiles.has('guidance') ? guidanceTools({ registry, engine }) : []),
       ...(profiles.has('executions') ? executionTools(service) : []),
       ...(profiles.has('authoring')
-        ? authoringTools({ registry, personas, engine, runtimeDir: config.runtimeDir })
+        ? authoringTools({
+            registry,
+            personas,
+            engine,
+            runtimeDir: config.runtimeDir,
+            allowedEnvNames: config.allowedEnvNames,
+          })
         : []),
       ...(profiles.has('automation')
         ? automationTools({
@@ -105,6 +111,7 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
             engine,
             catalogs,
             allowedEnv: config.allowedEnv,
+            allowedEnvNames: config.allowedEnvNames,
             allowUrlSources: config.allowUrlSources,
             env: config.env,
             cwd: process.cwd(),

@@ -1,3 +1,4 @@
+import { expressionsIn, parseReference } from '../engine/templating.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
 import {
   type Condition,
@@ -9,7 +10,7 @@ import {
   type Workflow,
 } from './model.js';
 import { type DefinitionFormat, parseDefinition, type SyntaxViolation } from './parse.js';
-import { validateDefinition } from './validate-definition.js';
+import { templatePlaces, validateDefinition } from './validate-definition.js';
 
 /** A finding with its place in the source text, when the source text is known. */
 export type Finding = SyntaxViolation;
@@ -44,6 +45,7 @@ export async function checkManifest(
   source: ManifestSource,
   engine: ValidationEngine,
   knownAgents?: ReadonlySet<string>,
+  allowedEnv?: ReadonlySet<string>,
 ): Promise<ManifestReport> {
   await engine.load();
   const format = source.format ?? (source.content !== undefined ? detectFormat(source.content) : 'json');
@@ -59,7 +61,10 @@ export async function checkManifest(
   const result = validateDefinition(data);
   if (!result.ok) return { valid: false, format, errors: result.violations.map(place), warnings: [] };
   const workflow = result.workflow;
-  const errors = engine.checkWorkflow(workflow).map(place);
+  const errors = [
+    ...engine.checkWorkflow(workflow),
+    ...(allowedEnv ? envViolations(workflow, allowedEnv) : []),
+  ].map(place);
   const warnings = lint(workflow, knownAgents).map(place);
   return { valid: errors.length === 0, format, workflow, errors, warnings };
 }
@@ -87,6 +92,36 @@ async function locator(content: string) {
     }
     return undefined;
   };
+}
+
+/** `${{ env.X }}` may only name variables the server allows, so secrets cannot reach prompts. */
+function envViolations(workflow: Workflow, allowed: ReadonlySet<string>): Finding[] {
+  const out: Finding[] = [];
+  for (const place of templatePlaces(workflow)) {
+    for (const expr of expressionsIn(place.value)) {
+      const ref = parseReference(expr);
+      if (ref?.kind === 'env' && !allowed.has(ref.name)) {
+        out.push({
+          path: place.path,
+          rule: 'templateReference',
+          message: `environment variable ${ref.name} is not in WORKFLOWLOOKUP_ALLOWED_ENV, so templates cannot read it`,
+          actual: ref.name,
+        });
+      }
+    }
+  }
+  for (const [name, spec] of Object.entries(workflow.inputs ?? {})) {
+    const d = spec.default as { env?: unknown } | undefined;
+    if (d && typeof d === 'object' && typeof d.env === 'string' && !allowed.has(d.env)) {
+      out.push({
+        path: `/inputs/${name}/default`,
+        rule: 'templateReference',
+        message: `default reads environment variable ${d.env}, which is not in WORKFLOWLOOKUP_ALLOWED_ENV`,
+        actual: d.env,
+      });
+    }
+  }
+  return out;
 }
 
 // -------------------------------------------------------------------------------------------------

@@ -44,6 +44,8 @@ export interface AuthoringDeps {
   personas: PersonaRegistry;
   engine: ValidationEngine;
   runtimeDir: string;
+  /** Names `${{ env.X }}` may use (WORKFLOWLOOKUP_ALLOWED_ENV). */
+  allowedEnvNames: ReadonlySet<string>;
 }
 
 /**
@@ -51,7 +53,7 @@ export interface AuthoringDeps {
  * workflows in the runtime dir only, atomically, with optimistic concurrency on `expected_version`.
  */
 export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
-  const { registry, personas, engine, runtimeDir } = deps;
+  const { registry, personas, engine, runtimeDir, allowedEnvNames } = deps;
   let writes = Promise.resolve();
   /** One write at a time in this process, so check-then-write sequences cannot interleave. */
   const serialized = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -65,7 +67,8 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
 
   const report = async (content: string | undefined, manifest: unknown, format?: DefinitionFormat) => {
     await personas.ready();
-    return checkManifest({ content, manifest, format }, engine, new Set(personas.list().map((p) => p.name)));
+    const agents = new Set(personas.list().map((p) => p.name));
+    return checkManifest({ content, manifest, format }, engine, agents, allowedEnvNames);
   };
 
   /** The workflow's file in the runtime dir, or a clear error when it lives elsewhere or nowhere. */

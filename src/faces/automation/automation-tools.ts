@@ -43,6 +43,7 @@ export interface AutomationDeps {
   engine: ValidationEngine;
   catalogs: CatalogRegistry;
   allowedEnv: Record<string, string>;
+  allowedEnvNames: ReadonlySet<string>;
   allowUrlSources: boolean;
   env: NodeJS.ProcessEnv;
   cwd: string;
@@ -80,7 +81,7 @@ export function automationTools(deps: AutomationDeps): ToolDefinition[] {
   const subject = async (workflowId: string | undefined, content: string | undefined): Promise<Workflow> => {
     await Promise.all([registry.ready(), engine.load()]);
     if (workflowId !== undefined) return requireWorkflow(registry, workflowId).workflow;
-    const report = await checkManifest({ content }, engine);
+    const report = await checkManifest({ content }, engine, undefined, deps.allowedEnvNames);
     if (!report.valid || !report.workflow) {
       fail({
         code: 'manifest_invalid',
