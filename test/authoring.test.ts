@@ -3,7 +3,7 @@ import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectClient, FIXTURES, ROOT, type Sandbox, sandbox } from './helpers/server.js';
+import { callTool, connectClient, FIXTURES, ROOT, type Sandbox, sandbox } from './helpers/server.js';
 
 type Json = Record<string, any>;
 
@@ -11,11 +11,7 @@ let sb: Sandbox;
 let client: Client;
 let closeClient: () => Promise<void>;
 
-async function call(name: string, args: Json, c: Client = client): Promise<Json> {
-  const res = await c.callTool({ name, arguments: args });
-  if (res.isError) return { error: (res.structuredContent as Json).error };
-  return res.structuredContent as Json;
-}
+const call = (name: string, args: Json, c: Client = client) => callTool(c, name, args);
 
 const sha = (text: string | Buffer) => createHash('sha256').update(text).digest('hex');
 

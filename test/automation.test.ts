@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectClient, FIXTURES, type Sandbox, sandbox } from './helpers/server.js';
+import { callTool, connectClient, FIXTURES, type Sandbox, sandbox } from './helpers/server.js';
 import { TasksApi, TOKEN } from './helpers/tasks-api.js';
 
 type Json = Record<string, any>;
@@ -13,11 +13,7 @@ let api: TasksApi;
 let client: Client;
 let closeClient: () => Promise<void>;
 
-async function call(name: string, args: Json, c: Client = client): Promise<Json> {
-  const res = await c.callTool({ name, arguments: args });
-  if (res.isError) return { error: (res.structuredContent as Json).error };
-  return res.structuredContent as Json;
-}
+const call = (name: string, args: Json, c: Client = client) => callTool(c, name, args);
 
 const commandWorkflow = (id: string, taskId: string, extra = '') => `id: ${id}
 name: ${id}

@@ -2,7 +2,7 @@ import { cpSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectClient, FIXTURES, RawServer, type Sandbox, sandbox } from './helpers/server.js';
+import { callTool, connectClient, FIXTURES, RawServer, type Sandbox, sandbox } from './helpers/server.js';
 
 type Json = Record<string, any>;
 
@@ -10,11 +10,7 @@ let sb: Sandbox;
 let client: Client;
 let closeClient: () => Promise<void>;
 
-async function call(name: string, args: Json, c: Client = client): Promise<Json> {
-  const res = await c.callTool({ name, arguments: args });
-  if (res.isError) return { error: (res.structuredContent as Json).error };
-  return res.structuredContent as Json;
-}
+const call = (name: string, args: Json, c: Client = client) => callTool(c, name, args);
 
 async function read(uri: string): Promise<any> {
   const res = await client.readResource({ uri });

@@ -62,3 +62,12 @@ export function evaluateCondition(condition: Condition, context: Context): boole
   check(condition.lte !== undefined, () => num !== undefined && num <= (condition.lte as number));
   return tested ? result : truthy(value);
 }
+
+/** Every variable a condition reads, in order (with repeats). */
+export function conditionVariables(condition: Condition | undefined): string[] {
+  if (condition === undefined) return [];
+  if ('and' in condition) return condition.and.flatMap(conditionVariables);
+  if ('or' in condition) return condition.or.flatMap(conditionVariables);
+  if ('not' in condition) return conditionVariables(condition.not);
+  return [condition.var];
+}

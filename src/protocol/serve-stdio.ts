@@ -128,10 +128,7 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
   const prompts = profiles.has('authoring') ? authoringPrompts(registry, engine, guide) : [];
   const workflowIds = async (prefix: string) => {
     await registry.ready();
-    return registry
-      .list()
-      .workflows.map((w) => w.id)
-      .filter((id) => id.startsWith(prefix));
+    return registry.ids(prefix);
   };
 
   // Definitions are resources (manifests, workflow details): tell connected clients when they change.

@@ -1,3 +1,4 @@
+import { conditionVariables } from '../engine/conditions.js';
 import { expressionsIn, parseReference } from '../engine/templating.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
 import {
@@ -133,7 +134,7 @@ function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | undefined):
   const text = documentation(workflow);
   const undocumented = new Set<string>();
   const reads = (cond: Condition | undefined, path: string) => {
-    for (const v of variablesOf(cond)) checkVar(v, path);
+    for (const v of conditionVariables(cond)) checkVar(v, path);
   };
   const checkVar = (variable: string, path: string) => {
     const root = variable.split('.')[0] ?? variable;
@@ -210,14 +211,6 @@ function criteriaList(criteria: PromptStep['validationCriteria']): Condition[] {
   };
   if (criteria !== undefined) (Array.isArray(criteria) ? criteria : [criteria]).forEach(visit);
   return out;
-}
-
-function variablesOf(cond: Condition | undefined): string[] {
-  if (cond === undefined) return [];
-  if ('and' in cond) return cond.and.flatMap(variablesOf);
-  if ('or' in cond) return cond.or.flatMap(variablesOf);
-  if ('not' in cond) return variablesOf(cond.not);
-  return [cond.var];
 }
 
 function loopVariables(workflow: Workflow): Set<string> {

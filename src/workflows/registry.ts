@@ -124,6 +124,11 @@ export class WorkflowRegistry {
     return this.view.listing;
   }
 
+  /** Ids of valid workflows starting with a prefix (for completions), sorted. */
+  ids(prefix = ''): string[] {
+    return this.view.listing.workflows.map((w) => w.id).filter((id) => id.startsWith(prefix));
+  }
+
   entries(): IterableIterator<RegistryEntry> {
     return this.view.byId.values();
   }

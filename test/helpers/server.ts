@@ -159,3 +159,14 @@ export async function connectClient(
   await client.connect(transport);
   return { client, close: () => client.close() };
 }
+
+/** Calls a tool through tools/call; a failure comes back as `{ error }` (the structured error payload). */
+export async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<Record<string, any>> {
+  const res = await client.callTool({ name, arguments: args });
+  if (res.isError) return { error: (res.structuredContent as { error: unknown }).error };
+  return res.structuredContent as Record<string, unknown>;
+}

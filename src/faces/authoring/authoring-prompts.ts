@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
+import { conditionVariables } from '../../engine/conditions.js';
 import { fail } from '../../engine/errors.js';
 import type { ValidationEngine } from '../../engine/validation-engine.js';
 import { checkManifest, type Finding } from '../../workflows/manifest-check.js';
-import { type Condition, isLoopStep, isPromptStep, type Workflow } from '../../workflows/model.js';
+import { isLoopStep, isPromptStep, type Workflow } from '../../workflows/model.js';
 import { formatOf } from '../../workflows/parse.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
 import { requireWorkflow } from '../guidance/guidance-tools.js';
@@ -18,27 +19,19 @@ function findingLines(findings: readonly Finding[]): string {
     .join('\n');
 }
 
-function conditionVars(cond: Condition | undefined): string[] {
-  if (cond === undefined) return [];
-  if ('and' in cond) return cond.and.flatMap(conditionVars);
-  if ('or' in cond) return cond.or.flatMap(conditionVars);
-  if ('not' in cond) return conditionVars(cond.not);
-  return [cond.var];
-}
-
 /** Context variables a workflow's conditions read (what a caller may need to supply). */
 export function contextVariables(workflow: Workflow): string[] {
   const vars = new Set<string>();
   for (const step of workflow.steps) {
-    for (const v of conditionVars(step.runCondition)) vars.add(v);
+    for (const v of conditionVariables(step.runCondition)) vars.add(v);
     if (isLoopStep(step)) {
       const cfg = step.loop;
       if (cfg.type === 'while' || cfg.type === 'until')
-        for (const v of conditionVars(cfg.condition)) vars.add(v);
+        for (const v of conditionVariables(cfg.condition)) vars.add(v);
       if (cfg.type === 'for' && typeof cfg.count === 'string') vars.add(cfg.count);
       if (cfg.type === 'forEach') vars.add(cfg.items);
     } else if (isPromptStep(step) && typeof step.requireConfirmation === 'object') {
-      for (const v of conditionVars(step.requireConfirmation)) vars.add(v);
+      for (const v of conditionVariables(step.requireConfirmation)) vars.add(v);
     }
   }
   return [...vars].sort();

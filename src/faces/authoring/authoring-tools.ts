@@ -10,20 +10,11 @@ import { type DefinitionFormat, formatOf } from '../../workflows/parse.js';
 import type { PersonaRegistry } from '../../workflows/personas.js';
 import type { RegistryEntry, WorkflowRegistry } from '../../workflows/registry.js';
 import { insideDir, writeAtomically } from '../../workflows/runtime-files.js';
+import { ViolationSchema } from '../schemas.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 
 /** Largest manifest accepted for validation or saving. */
 export const MAX_MANIFEST_CHARS = 1_048_576;
-
-const FindingSchema = z.object({
-  path: z.string().describe('JSON Pointer into the manifest'),
-  rule: z.string().describe('Rule that failed'),
-  message: z.string().describe('What is wrong'),
-  expected: z.string().optional().describe('What was expected'),
-  actual: z.string().optional().describe('What was found'),
-  line: z.number().optional().describe('1-based line in the submitted text'),
-  column: z.number().optional().describe('1-based column in the submitted text'),
-});
 
 const ContentSchema = z.string().min(1).max(MAX_MANIFEST_CHARS).describe('The manifest as JSON or YAML text');
 const FormatSchema = z.enum(['json', 'yaml']).describe('Format of content (default: detected)');
@@ -120,8 +111,8 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         workflow_id: z.string().optional().describe('The manifest id, when readable'),
         format: FormatSchema,
         errors: z.array(z.string()).describe('Each error as one line: "path (line:column): message"'),
-        warnings: z.array(FindingSchema).describe('Legal but probably unintended constructs'),
-        violations: z.array(FindingSchema).describe('The errors, structured (seed 003 §10.2)'),
+        warnings: z.array(ViolationSchema).describe('Legal but probably unintended constructs'),
+        violations: z.array(ViolationSchema).describe('The errors, structured (seed 003 §10.2)'),
       }),
       annotations: READ_ONLY,
       handler: async ({ content, manifest, format }) => {
@@ -170,7 +161,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           .string()
           .optional()
           .describe('Source of a definition with the same id that this one now overrides'),
-        warnings: z.array(FindingSchema).describe('Warnings from validation'),
+        warnings: z.array(ViolationSchema).describe('Warnings from validation'),
       }),
       annotations: STANDARD,
       handler: ({ content, format, overwrite, expected_version, file_name }) =>

@@ -10,7 +10,7 @@ import {
   parseOpenApi,
   planImport,
 } from '../../catalogs/openapi-import.js';
-import { type Context, evaluateCondition, readPath } from '../../engine/conditions.js';
+import { type Context, conditionVariables, evaluateCondition, readPath } from '../../engine/conditions.js';
 import { fail } from '../../engine/errors.js';
 import { type ProviderOutcome, resolveInputs } from '../../engine/inputs.js';
 import {
@@ -33,6 +33,7 @@ import {
 } from '../../workflows/model.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
 import { requireWorkflow } from '../guidance/guidance-tools.js';
+import { ViolationSchema } from '../schemas.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 
 export const MAX_SOURCE_BYTES = 5 * 1024 * 1024;
@@ -57,6 +58,9 @@ const subjectRefine = <T extends { workflow_id?: string | undefined; content?: s
   (v.workflow_id === undefined) !== (v.content === undefined);
 const SUBJECT_MESSAGE = { message: 'give exactly one of workflow_id or content', path: ['workflow_id'] };
 const InputsSchema = z.record(z.string(), z.unknown()).describe('Input values by name');
+const SubjectWithInputs = z
+  .strictObject({ ...SubjectShape, inputs: InputsSchema.optional() })
+  .refine(subjectRefine, SUBJECT_MESSAGE);
 
 const SourceShape = {
   source: z
@@ -296,9 +300,7 @@ export function automationTools(deps: AutomationDeps): ToolDefinition[] {
       title: 'Resolve workflow inputs',
       description:
         'Applies defaults, checks values and asks providers for choices. ready is true only when every required input is valid and no provider needs a choice or failed.',
-      inputSchema: z
-        .strictObject({ ...SubjectShape, inputs: InputsSchema.optional() })
-        .refine(subjectRefine, SUBJECT_MESSAGE),
+      inputSchema: SubjectWithInputs,
       outputSchema: z.object({
         workflow_id: z.string().describe('Workflow id'),
         ready: z.boolean().describe('True when the workflow can start with these values'),
@@ -333,9 +335,7 @@ export function automationTools(deps: AutomationDeps): ToolDefinition[] {
       title: 'Preview rendered steps',
       description:
         'Renders the ${{ }} templates of every step with the given inputs; references to step outputs are left as written and listed as deferred.',
-      inputSchema: z
-        .strictObject({ ...SubjectShape, inputs: InputsSchema.optional() })
-        .refine(subjectRefine, SUBJECT_MESSAGE),
+      inputSchema: SubjectWithInputs,
       outputSchema: z.object({
         workflow_id: z.string().describe('Workflow id'),
         ready: z.boolean().describe('Whether the inputs are ready'),
@@ -501,17 +501,7 @@ export function automationTools(deps: AutomationDeps): ToolDefinition[] {
         document_kind: z.enum(['openapi_2', 'openapi_3', 'unknown']).describe('Detected kind'),
         operation_count: z.number().describe('Operations found'),
         warnings: z.array(z.string()).describe('Things that will be skipped or need attention'),
-        violations: z
-          .array(
-            z.object({
-              path: z.string().describe('Where in the document'),
-              rule: z.string().describe('Rule that failed'),
-              message: z.string().describe('What is wrong'),
-              expected: z.string().optional().describe('What was expected'),
-              actual: z.string().optional().describe('What was found'),
-            }),
-          )
-          .describe('Why it is invalid'),
+        violations: z.array(ViolationSchema).describe('Why it is invalid'),
       }),
       annotations: { ...READ_ONLY, openWorldHint: true },
       handler: async ({ source, source_type }) => {
@@ -819,9 +809,7 @@ function dependencies(step: Workflow['steps'][number]): string[] {
 
 /** A condition's value now, or 'runtime' when it reads something only the run will know. */
 function decide(condition: Condition, known: Context): boolean | 'runtime' {
-  const vars = (c: Condition): string[] =>
-    'and' in c ? c.and.flatMap(vars) : 'or' in c ? c.or.flatMap(vars) : 'not' in c ? vars(c.not) : [c.var];
-  const unknown = vars(condition).some(
+  const unknown = conditionVariables(condition).some(
     (v) => v.startsWith('steps.') || readPath(known, v.split('.')[0] as string) === undefined,
   );
   return unknown ? 'runtime' : evaluateCondition(condition, known);

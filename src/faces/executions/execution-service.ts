@@ -889,34 +889,14 @@ export class ExecutionService {
     }
     exec.current_seq += 1;
     exec.current_step = next.step.id;
-    if (isCommandStep(next.step)) {
-      // The server runs it after this transaction commits; no token until an agent step comes.
-      exec.token_nonce = null;
-      await tx.insertStep({
-        execution_id: exec.execution_id,
-        seq: exec.current_seq,
-        step_name: next.step.id,
-        agent_name: 'server',
-        iteration: next.loop?.iteration ?? null,
-        status: 'running',
-        attempts: 0,
-        started_at: exec.updated_at,
-        completed_at: null,
-        duration_ms: null,
-        output: null,
-      });
-      await this.event(tx, 'step_started', exec, next.step.id, {
-        seq: exec.current_seq,
-        command: next.step.run,
-      });
-      return 'command';
-    }
-    const view = this.stepView(exec, workflow, next);
+    const command = isCommandStep(next.step) ? next.step : undefined;
+    const view = command ? undefined : this.stepView(exec, workflow, next);
+    const agentName = view?.agent_name ?? 'server';
     await tx.insertStep({
       execution_id: exec.execution_id,
       seq: exec.current_seq,
       step_name: next.step.id,
-      agent_name: view.agent_name,
+      agent_name: agentName,
       iteration: next.loop?.iteration ?? null,
       status: 'running',
       attempts: 0,
@@ -927,8 +907,13 @@ export class ExecutionService {
     });
     await this.event(tx, 'step_started', exec, next.step.id, {
       seq: exec.current_seq,
-      agent_name: view.agent_name,
+      ...(command ? { command: command.run } : { agent_name: agentName }),
     });
+    if (view === undefined) {
+      // A command step: the server runs it after this transaction commits; no token until an agent step.
+      exec.token_nonce = null;
+      return 'command';
+    }
     this.mintToken(exec, next.step.id, 0);
     await this.event(tx, 'token_generated', exec, next.step.id, { attempt: exec.token_attempt });
     return view;

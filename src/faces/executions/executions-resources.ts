@@ -41,10 +41,7 @@ export function executionResources(
     }));
   const workflowIds = async (prefix: string) => {
     await registry.ready();
-    return registry
-      .list()
-      .workflows.map((w) => w.id)
-      .filter((id) => id.startsWith(prefix));
+    return registry.ids(prefix);
   };
   const executionTemplate = (
     kind: string,

@@ -8,6 +8,7 @@ import { CriteriaError, type ValidationEngine } from '../../engine/validation-en
 import { ID_PATTERN, IdSchema, type Workflow } from '../../workflows/model.js';
 import { formatOf } from '../../workflows/parse.js';
 import type { LoadedWorkflow, WorkflowRegistry } from '../../workflows/registry.js';
+import { ViolationSchema } from '../schemas.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 
 /** Step outputs above this size are rejected as invalid params (1 MiB of text). */
@@ -25,16 +26,6 @@ const SummarySchema = z.object({
   description: z.string().describe('What the workflow accomplishes'),
   category: z.string().describe('Category (general when the workflow declares none)'),
   version: z.string().describe('Semantic version'),
-});
-
-const ViolationSchema = z.object({
-  path: z.string().describe('JSON Pointer into the definition'),
-  rule: z.string().describe('Rule that failed'),
-  message: z.string().describe('What is wrong'),
-  expected: z.string().optional().describe('What was expected'),
-  actual: z.string().optional().describe('What was found'),
-  line: z.number().optional().describe('Line in the file, for syntax errors'),
-  column: z.number().optional().describe('Column in the file, for syntax errors'),
 });
 
 const GuidanceSchema = z
