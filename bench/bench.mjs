@@ -105,7 +105,7 @@ async function roundTrips(server, label, method, paramsFor) {
 /** Byte size of the tools/list answer for each tool profile (descriptions cost context tokens). */
 async function toolListSizes(env) {
   const sizes = {};
-  for (const profile of ['guidance', 'executions', 'authoring', 'all']) {
+  for (const profile of ['guidance', 'executions', 'authoring', 'automation', 'all']) {
     const server = new Server({ ...env, WORKFLOWLOOKUP_TOOLS: profile });
     await server.request(INIT.method, INIT.params, 0);
     const res = await server.request('tools/list', {});
