@@ -23,7 +23,7 @@ Options:
   --no-bundled    leave out the bundled workflows   (env WORKFLOWLOOKUP_INCLUDE_BUNDLED=false)
   --no-user       leave out ~/.workflowlookup/workflows (env WORKFLOWLOOKUP_INCLUDE_USER=false)
   --no-project    leave out ./.workflowlookup/workflows (env WORKFLOWLOOKUP_INCLUDE_PROJECT=false)
-  --tools LIST    tool groups to expose: guidance,executions,authoring or all (env WORKFLOWLOOKUP_TOOLS)
+  --tools LIST    tool groups to expose: guidance,executions,authoring,automation or all (env WORKFLOWLOOKUP_TOOLS)
 
 Environment: WORKFLOW_STORAGE_PATH, WORKFLOWLOOKUP_WORKFLOWS_PATH, WORKFLOWLOOKUP_CONFIG_PATH,
 WORKFLOWLOOKUP_MAX_MESSAGE_BYTES (see README).`;
