@@ -256,6 +256,29 @@ steps:
   });
 });
 
+describe('command steps in the stateless face', () => {
+  it('workflow_next describes a command step; workflow_validate checks its output_contract', async () => {
+    const next = await call('workflow_next', {
+      workflowId: 'export-project-tasks',
+      completedSteps: [],
+      context: {},
+    });
+    expect(next.step).toMatchObject({ id: 'fetch-tasks', run: 'tasks-api list-tasks' });
+    expect(next.guidance.prompt).toContain('the server runs "tasks-api list-tasks"');
+    const check = (output: string) =>
+      call('workflow_validate', { workflowId: 'export-project-tasks', stepId: 'fetch-tasks', output });
+    expect((await check('{"items": [], "total": 0}')).valid).toBe(true);
+    expect((await check('{"total": 0}')).issues).toEqual([
+      "output_contract: (root) must have required property 'items'",
+    ]);
+    expect((await check('not json')).issues[0]).toMatch(/not valid JSON/);
+    expect(
+      (await call('workflow_validate', { workflowId: 'export-project-tasks', stepId: 'export', output: 'x' }))
+        .valid,
+    ).toBe(true);
+  });
+});
+
 describe('command steps', () => {
   it('runs command steps around agent steps, polls with repeat, and records outputs that survive a restart', async () => {
     const notReady = await call('workflow_start', { workflow_name: 'export-project-tasks' });

@@ -3,9 +3,9 @@ import { readFile } from 'node:fs/promises';
 import * as z from 'zod';
 import { fail } from '../../engine/errors.js';
 import { buildGuidance } from '../../engine/guidance.js';
-import { allStepIds, findPromptStep, nextStep } from '../../engine/next-step.js';
-import { CriteriaError, type ValidationEngine } from '../../engine/validation-engine.js';
-import { ID_PATTERN, IdSchema, type Workflow } from '../../workflows/model.js';
+import { allStepIds, findActionStep, nextStep } from '../../engine/next-step.js';
+import { CriteriaError, GENERIC_SUGGESTION, type ValidationEngine } from '../../engine/validation-engine.js';
+import { ID_PATTERN, IdSchema, isCommandStep, type Workflow } from '../../workflows/model.js';
 import { formatOf } from '../../workflows/parse.js';
 import type { LoadedWorkflow, WorkflowRegistry } from '../../workflows/registry.js';
 import { ViolationSchema } from '../schemas.js';
@@ -61,6 +61,31 @@ function checkStepIds(workflow: Workflow, ids: readonly string[]): void {
       fail({ code: 'step_not_found', message: 'Step not found', workflowId: workflow.id, stepId });
     }
   }
+}
+
+/** A command step's output (a response body, as JSON text) checked against its output_contract. */
+function commandOutputCheck(
+  engine: ValidationEngine,
+  contract: Record<string, unknown> | undefined,
+  output: string,
+) {
+  if (contract === undefined) return { valid: true, issues: [], suggestions: [] };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(output);
+  } catch (error) {
+    return {
+      valid: false,
+      issues: [`the output is not valid JSON (${(error as Error).message})`],
+      suggestions: ['Pass the response body of the command as JSON text.'],
+    };
+  }
+  const issues = engine.schemaErrors(contract, parsed);
+  return {
+    valid: issues.length === 0,
+    issues: issues.map((i) => `output_contract: ${i}`),
+    suggestions: issues.length > 0 ? [GENERIC_SUGGESTION] : [],
+  };
 }
 
 export interface GuidanceDeps {
@@ -254,10 +279,11 @@ export function guidanceTools({ registry, engine }: GuidanceDeps): ToolDefinitio
       handler: async ({ workflowId, stepId, output, context }) => {
         await Promise.all([registry.ready(), engine.load()]);
         const { workflow } = requireWorkflow(registry, workflowId);
-        const step = findPromptStep(workflow, stepId);
+        const step = findActionStep(workflow, stepId);
         if (step === undefined)
           fail({ code: 'step_not_found', message: 'Step not found', workflowId, stepId });
         try {
+          if (isCommandStep(step)) return commandOutputCheck(engine, step.output_contract, output);
           engine.check(step.validationCriteria);
           return engine.validate(step.validationCriteria, output, context ?? {});
         } catch (error) {
