@@ -3,9 +3,9 @@ import type { CatalogRegistry } from '../../catalogs/catalog-registry.js';
 import type { CommandStepRunner } from '../../catalogs/command-steps.js';
 import type { Context } from '../../engine/conditions.js';
 import { DomainFailure, fail } from '../../engine/errors.js';
-import { buildGuidance, type Guidance } from '../../engine/guidance.js';
+import { buildGuidance } from '../../engine/guidance.js';
 import { resolveInputs } from '../../engine/inputs.js';
-import { findActionStep, findPromptStep, type LoopPosition, nextStep } from '../../engine/next-step.js';
+import { findActionStep, findPromptStep, nextStep } from '../../engine/next-step.js';
 import { canTransition, type ExecutionState, isTerminal, TRANSITIONS } from '../../engine/state-machine.js';
 import { renderPreview, type TemplateScope } from '../../engine/templating.js';
 import type { ValidationEngine, ValidationResult } from '../../engine/validation-engine.js';
@@ -25,42 +25,21 @@ import {
 import type { PersonaRegistry } from '../../workflows/personas.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
 import { requireWorkflow } from '../guidance/guidance-tools.js';
+import {
+  asRecord,
+  type CommandRun,
+  canonical,
+  checkArtifacts,
+  DEFAULT_AGENT,
+  nowIso,
+  outputForTemplates,
+  plannedSteps,
+  type StepOutput,
+  type StepView,
+} from './execution-model.js';
 import { type TokenPayload, TokenService } from './tokens.js';
 
-export const MAX_ARTIFACT_BYTES = 1024 * 1024;
-export const MAX_STEP_ARTIFACT_BYTES = 8 * 1024 * 1024;
-export const DEFAULT_AGENT = 'default';
 const URI = 'workflowlookup://workflow';
-
-export type ArtifactInput =
-  | string
-  | {
-      type: 'file' | 'data' | 'report' | 'finding';
-      name: string;
-      content: string;
-      content_type?: string | undefined;
-      metadata?: Record<string, unknown> | undefined;
-    };
-
-export interface StepOutput {
-  summary: string;
-  artifacts?: ArtifactInput[] | undefined;
-  findings?: string[] | undefined;
-  next_step_recommendation?: string | undefined;
-  context?: Record<string, unknown> | undefined;
-}
-
-/** The step an execution is on, as handed to the agent. */
-export interface StepView {
-  step_name: string;
-  agent_name: string;
-  agent_content: string;
-  progress: string;
-  step: PromptStep;
-  guidance: Guidance;
-  loop?: LoopPosition;
-  notices?: string[];
-}
 
 export interface ExecutionDeps {
   store: ExecutionStore;
@@ -72,56 +51,6 @@ export interface ExecutionDeps {
   commands?: { runner: CommandStepRunner; catalogs: CatalogRegistry };
   /** Environment variables templates may read. */
   allowedEnv?: Record<string, string>;
-}
-
-/** One command step the server ran while advancing an execution. */
-export interface CommandRun {
-  step_id: string;
-  command: string;
-  status: number;
-  output: unknown;
-  attempts: number;
-  polls: number;
-  duration_ms: number;
-}
-
-/** The agent-visible part of a step output, kept in the context as `steps.<id>.output`. */
-function outputForTemplates(output: StepOutput): Record<string, unknown> {
-  return {
-    summary: output.summary,
-    ...(output.findings ? { findings: output.findings } : {}),
-    ...(output.next_step_recommendation ? { next_step_recommendation: output.next_step_recommendation } : {}),
-  };
-}
-
-function asRecord(value: unknown): Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : {};
-}
-
-const nowIso = () => new Date().toISOString();
-
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : 1));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
-/** Number of prompt steps a definition has (loop bodies counted once): the denominator of progress. */
-function plannedSteps(workflow: Workflow): number {
-  const bodyRefs = new Set(
-    workflow.steps.flatMap((s) => (isLoopStep(s) && typeof s.body === 'string' ? [s.body] : [])),
-  );
-  return workflow.steps.reduce((n, s) => {
-    if (bodyRefs.has(s.id)) return n;
-    return n + (isLoopStep(s) ? (Array.isArray(s.body) ? s.body.length : 1) : 1);
-  }, 0);
 }
 
 /**
@@ -436,7 +365,7 @@ export class ExecutionService {
         freshToken: `${URI}/current_step/${payload.execution_id}`,
       });
     }
-    this.checkArtifacts(output.artifacts ?? []);
+    checkArtifacts(output.artifacts ?? []);
     const outputHash = createHash('sha256').update(canonical(output)).digest('hex');
     return this.recordingErrors(payload.execution_id, payload.step_name, async () => {
       const advanced = await this.advance(payload, output, outputHash);
@@ -634,29 +563,6 @@ export class ExecutionService {
       });
       return { kind: 'done' as const, response };
     });
-  }
-
-  private checkArtifacts(artifacts: readonly ArtifactInput[]): void {
-    let total = 0;
-    for (const a of artifacts) {
-      if (typeof a === 'string') continue;
-      const size = Buffer.byteLength(a.content);
-      total += size;
-      if (size > MAX_ARTIFACT_BYTES) {
-        fail({
-          code: 'invalid_params',
-          message: 'Invalid params',
-          details: `artifact '${a.name}' is ${size} bytes; the limit is ${MAX_ARTIFACT_BYTES} bytes per artifact`,
-        });
-      }
-    }
-    if (total > MAX_STEP_ARTIFACT_BYTES) {
-      fail({
-        code: 'invalid_params',
-        message: 'Invalid params',
-        details: `artifacts total ${total} bytes; the limit is ${MAX_STEP_ARTIFACT_BYTES} bytes per step`,
-      });
-    }
   }
 
   // ------------------------------------------------------------------------------------------
