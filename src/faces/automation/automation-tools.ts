@@ -241,6 +241,9 @@ export function automationTools(deps: AutomationDeps): ToolDefinition[] {
     return found;
   };
 
+  const namesCatalog = (v: { catalog_id?: string | undefined; catalog_title?: string | undefined }) =>
+    v.catalog_id !== undefined || v.catalog_title !== undefined;
+  const NAMES_CATALOG = { message: 'give catalog_id or catalog_title', path: ['catalog_id'] };
   const CatalogRefShape = {
     catalog_id: z.string().min(1).max(64).optional().describe('Catalog id'),
     catalog_title: z.string().min(1).max(200).optional().describe('Or its title'),
@@ -654,10 +657,7 @@ export function automationTools(deps: AutomationDeps): ToolDefinition[] {
           ...CatalogRefShape,
           enabled: z.boolean().describe('Whether its commands are available'),
         })
-        .refine((v) => v.catalog_id !== undefined || v.catalog_title !== undefined, {
-          message: 'give catalog_id or catalog_title',
-          path: ['catalog_id'],
-        }),
+        .refine(namesCatalog, NAMES_CATALOG),
       outputSchema: z.object({
         catalog_id: z.string().describe('Catalog id'),
         enabled: z.boolean().describe('Now enabled'),
@@ -690,10 +690,7 @@ export function automationTools(deps: AutomationDeps): ToolDefinition[] {
             .optional()
             .describe('Also delete the generated manifest (default false)'),
         })
-        .refine((v) => v.catalog_id !== undefined || v.catalog_title !== undefined, {
-          message: 'give catalog_id or catalog_title',
-          path: ['catalog_id'],
-        }),
+        .refine(namesCatalog, NAMES_CATALOG),
       outputSchema: z.object({
         removed_catalog_id: z.string().describe('Removed catalog'),
         manifest_removed: z.boolean().describe('Whether the manifest was deleted'),
