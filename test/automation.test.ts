@@ -224,6 +224,16 @@ steps:
       inputs: {},
     });
     expect(unset.steps[0].errors[0]).toMatch(/UNSET_THING is not allowed in templates \(or not set\)/);
+    // WorkRail-style {{var}} from the context, and inputs passed in the context, in workflow_next.
+    await call('workflow_save', {
+      content: resolvable.replace('Announce ', 'For {{audience}}: announce '),
+    });
+    const next = await call('workflow_next', {
+      workflowId: 'env-flow',
+      completedSteps: [],
+      context: { audience: 'ops', inputs: { release: 'r7' } },
+    });
+    expect(next.guidance.prompt).toContain('For ops: announce r7 built by');
   });
 
   it('renders templates with types kept and defers step outputs; plans the run', async () => {

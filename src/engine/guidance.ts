@@ -19,14 +19,9 @@ function truncate(text: string): string {
   return text.length > 500 ? `${text.slice(0, 497)}...` : text;
 }
 
-/** Templates in prompt text, rendered as far as they can be; text whose references fail stays as written. */
+/** Templates in prompt text, rendered as far as they can be; a reference that fails stays as written. */
 export function renderText(text: string, scope: TemplateScope | undefined): string {
-  if (scope === undefined) return text;
-  try {
-    return String(renderPreview(text, scope).value);
-  } catch {
-    return text;
-  }
+  return scope === undefined ? text : String(renderPreview(text, scope, { lenient: true }).value);
 }
 
 /** The template scope the stateless face can offer: inputs and step outputs carried in the context. */

@@ -95,20 +95,25 @@ function text(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
+/** WorkRail's `{{var}}`: context variables spliced into text; unknown ones stay as written. */
+function contextVars(out: string, scope: TemplateScope): string {
+  const ctx = scope.context;
+  if (ctx === undefined) return out;
+  return out.replace(CONTEXT_VAR, (match, name: string) => {
+    const v = readPath(ctx, name);
+    return v === undefined ? match : text(v);
+  });
+}
+
 /** Renders templates in a value; throws TemplateError for the first reference it cannot resolve. */
 export function render(value: unknown, scope: TemplateScope): unknown {
   if (typeof value === 'string') {
     const whole = WHOLE.exec(value);
     if (whole) return resolve(whole[1] ?? '', scope);
-    let out = value.replace(EXPRESSION, (_, expr: string) => text(resolve(expr, scope)));
-    if (scope.context) {
-      const ctx = scope.context;
-      out = out.replace(CONTEXT_VAR, (match, name: string) => {
-        const v = readPath(ctx, name);
-        return v === undefined ? match : text(v);
-      });
-    }
-    return out;
+    return contextVars(
+      value.replace(EXPRESSION, (_, expr: string) => text(resolve(expr, scope))),
+      scope,
+    );
   }
   if (Array.isArray(value)) return value.map((v) => render(v, scope));
   if (value !== null && typeof value === 'object') {
@@ -117,9 +122,18 @@ export function render(value: unknown, scope: TemplateScope): unknown {
   return value;
 }
 
-/** Like render, but leaves references to steps that have not run as they are and reports them. */
-export function renderPreview(value: unknown, scope: TemplateScope): { value: unknown; deferred: string[] } {
+/**
+ * Like render, but leaves references to steps that have not run as they are and reports them. With
+ * `lenient`, every reference that cannot be resolved is left as written instead of throwing.
+ */
+export function renderPreview(
+  value: unknown,
+  scope: TemplateScope,
+  options: { lenient?: boolean } = {},
+): { value: unknown; deferred: string[] } {
   const deferred: string[] = [];
+  const keep = (error: unknown) =>
+    error instanceof TemplateError && (error.deferred || options.lenient === true);
   const visit = (v: unknown): unknown => {
     if (typeof v === 'string') {
       const whole = WHOLE.exec(v);
@@ -127,24 +141,25 @@ export function renderPreview(value: unknown, scope: TemplateScope): { value: un
         try {
           return resolve(whole[1] ?? '', scope);
         } catch (error) {
-          if (error instanceof TemplateError && error.deferred) {
-            deferred.push(error.reference);
+          if (keep(error)) {
+            deferred.push((error as TemplateError).reference);
             return v;
           }
           throw error;
         }
       }
-      return v.replace(EXPRESSION, (match, expr: string) => {
+      const spliced = v.replace(EXPRESSION, (match, expr: string) => {
         try {
           return text(resolve(expr, scope));
         } catch (error) {
-          if (error instanceof TemplateError && error.deferred) {
-            deferred.push(error.reference);
+          if (keep(error)) {
+            deferred.push((error as TemplateError).reference);
             return match;
           }
           throw error;
         }
       });
+      return contextVars(spliced, scope);
     }
     if (Array.isArray(v)) return v.map(visit);
     if (v !== null && typeof v === 'object')

@@ -94,7 +94,7 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
   const guide = guideLoader(config.packageRoot);
   const runner = createToolRunner(
     [
-      ...(profiles.has('guidance') ? guidanceTools({ registry, engine }) : []),
+      ...(profiles.has('guidance') ? guidanceTools({ registry, engine, allowedEnv: config.allowedEnv }) : []),
       ...(profiles.has('executions') ? executionTools(service) : []),
       ...(profiles.has('authoring')
         ? authoringTools({

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import * as z from 'zod';
 import { fail } from '../../engine/errors.js';
-import { buildGuidance } from '../../engine/guidance.js';
+import { buildGuidance, contextScope } from '../../engine/guidance.js';
 import { allStepIds, findActionStep, nextStep } from '../../engine/next-step.js';
 import { CriteriaError, GENERIC_SUGGESTION, type ValidationEngine } from '../../engine/validation-engine.js';
 import { ID_PATTERN, IdSchema, isCommandStep, type Workflow } from '../../workflows/model.js';
@@ -91,10 +91,12 @@ function commandOutputCheck(
 export interface GuidanceDeps {
   registry: WorkflowRegistry;
   engine: ValidationEngine;
+  /** Environment variables `${{ env.X }}` may read in prompts. */
+  allowedEnv?: Record<string, string>;
 }
 
 /** The stateless guidance face (seeds 001/002): the client holds completedSteps and context. */
-export function guidanceTools({ registry, engine }: GuidanceDeps): ToolDefinition[] {
+export function guidanceTools({ registry, engine, allowedEnv = {} }: GuidanceDeps): ToolDefinition[] {
   return [
     defineTool({
       name: 'workflow_list',
@@ -238,7 +240,14 @@ export function guidanceTools({ registry, engine }: GuidanceDeps): ToolDefinitio
         checkStepIds(workflow, currentStep === undefined ? completedSteps : [currentStep, ...completedSteps]);
         const next = nextStep(workflow, completedSteps, context ?? {});
         const guidance = next.step
-          ? buildGuidance(workflow, next.step, next.context, next.loop, next.notices)
+          ? buildGuidance(
+              workflow,
+              next.step,
+              next.context,
+              next.loop,
+              next.notices,
+              contextScope(next.context, allowedEnv),
+            )
           : {
               prompt: [
                 ...next.notices,
