@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLI, FIXTURES, ROOT, type Sandbox, sandbox } from './helpers/server.js';
@@ -68,11 +68,12 @@ describe('cli', () => {
 
   it('validate accepts every bundled workflow', () => {
     sb = sandbox();
-    const res = run([
-      'validate',
-      ...['ai-task-implementation.json', 'coding-task-workflow.json'].map((f) => join(ROOT, 'workflows', f)),
-    ]);
+    const dir = join(ROOT, 'workflows');
+    const files = readdirSync(dir).map((f) => join(dir, f));
+    expect(files.length).toBeGreaterThanOrEqual(8);
+    const res = run(['validate', ...files]);
     expect(res.code).toBe(0);
+    expect(res.stdout).toContain(`${files.length} valid, 0 invalid`);
   });
 
   it('init scaffolds a project workflow the server then serves, and never overwrites', () => {

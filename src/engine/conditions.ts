@@ -15,6 +15,13 @@ export function readPath(context: Context, path: string): unknown {
   return cur;
 }
 
+/** A plain object as a record, anything else as an empty one (for values read from client context). */
+export function asRecord(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+}
+
 export function deepEqual(a: unknown, b: unknown): boolean {
   if (Object.is(a, b)) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;

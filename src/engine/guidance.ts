@@ -1,5 +1,5 @@
 import { type ActionStep, isCommandStep, type PromptStep, type Workflow } from '../workflows/model.js';
-import { type Context, evaluateCondition } from './conditions.js';
+import { asRecord, type Context, evaluateCondition } from './conditions.js';
 import type { LoopPosition } from './next-step.js';
 import { renderPreview, type TemplateScope } from './templating.js';
 import { describeCriteria } from './validation-engine.js';
@@ -26,8 +26,6 @@ export function renderText(text: string, scope: TemplateScope | undefined): stri
 
 /** The template scope the stateless face can offer: inputs and step outputs carried in the context. */
 export function contextScope(context: Context, env: Record<string, string> = {}): TemplateScope {
-  const asRecord = (v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
   return { inputs: asRecord(context.inputs), steps: asRecord(context.steps), env, context };
 }
 

@@ -1,14 +1,16 @@
 import type { InputSpec } from '../workflows/model.js';
 import { deepEqual } from './conditions.js';
 
-export type InputStatus =
-  | 'provided'
-  | 'default'
-  | 'missing'
-  | 'unset'
-  | 'invalid'
-  | 'prompt'
-  | 'provider_error';
+export const INPUT_STATUSES = [
+  'provided',
+  'default',
+  'missing',
+  'unset',
+  'invalid',
+  'prompt',
+  'provider_error',
+] as const;
+export type InputStatus = (typeof INPUT_STATUSES)[number];
 
 export interface InputResolution {
   name: string;

@@ -7,7 +7,7 @@ import {
   type Step,
   type Workflow,
 } from '../workflows/model.js';
-import { type Context, evaluateCondition, readPath } from './conditions.js';
+import { asRecord, type Context, evaluateCondition, readPath } from './conditions.js';
 
 /** Reserved context key holding loop progress; clients send it back unchanged. */
 export const LOOPS_KEY = '_loops';
@@ -257,10 +257,4 @@ function finish(
   for (const s of body) completed.delete(s.id);
   completed.add(loop.id);
   return undefined;
-}
-
-function asRecord(value: unknown): Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : {};
 }

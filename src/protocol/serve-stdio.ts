@@ -126,10 +126,7 @@ export function runStdioServer(config: Config, options: { maxMessageBytes?: numb
     ...(profiles.has('automation') ? catalogResources(catalogs) : []),
   ];
   const prompts = profiles.has('authoring') ? authoringPrompts(registry, engine, guide) : [];
-  const workflowIds = async (prefix: string) => {
-    await registry.ready();
-    return registry.ids(prefix);
-  };
+  const workflowIds = (prefix: string) => registry.ids(prefix);
 
   // Definitions are resources (manifests, workflow details): tell connected clients when they change.
   const servers = new Set<McpServer>();

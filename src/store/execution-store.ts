@@ -96,7 +96,6 @@ export interface TelemetryFilter {
 export interface StoreReader {
   getExecution(id: string): Promise<ExecutionRecord | undefined>;
   listExecutions(filter: ExecutionFilter): Promise<ExecutionRecord[]>;
-  countExecutions(): Promise<number>;
   getSteps(executionId: string): Promise<StepRecord[]>;
   getStep(executionId: string, seq: number): Promise<StepRecord | undefined>;
   getArtifacts(executionId: string, stepName?: string): Promise<ArtifactRecord[]>;

@@ -10,6 +10,11 @@ import { DirectoryWatcher } from './watch.js';
 /** Definition files larger than this are reported as broken instead of parsed. */
 export const MAX_DEFINITION_BYTES = 1024 * 1024;
 
+/** The version of a definition file: sha256 of its bytes (pins executions, guards saves). */
+export function contentVersion(bytes: string | Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
 export interface LoadedWorkflow {
   status: 'valid';
   workflow: Workflow;
@@ -125,7 +130,8 @@ export class WorkflowRegistry {
   }
 
   /** Ids of valid workflows starting with a prefix (for completions), sorted. */
-  ids(prefix = ''): string[] {
+  async ids(prefix = ''): Promise<string[]> {
+    await this.ready();
     return this.view.listing.workflows.map((w) => w.id).filter((id) => id.startsWith(prefix));
   }
 
@@ -274,6 +280,6 @@ async function loadFile(file: string, source: WorkflowSource, size: number): Pro
     file,
     source: source.kind,
     format,
-    hash: createHash('sha256').update(bytes).digest('hex'),
+    hash: contentVersion(bytes),
   };
 }

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { readFile, unlink } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import * as z from 'zod';
@@ -8,7 +7,7 @@ import { checkManifest, detectFormat, type ManifestReport } from '../../workflow
 import { IdSchema } from '../../workflows/model.js';
 import { type DefinitionFormat, formatOf } from '../../workflows/parse.js';
 import type { PersonaRegistry } from '../../workflows/personas.js';
-import type { RegistryEntry, WorkflowRegistry } from '../../workflows/registry.js';
+import { contentVersion, type RegistryEntry, type WorkflowRegistry } from '../../workflows/registry.js';
 import { insideDir, writeAtomically } from '../../workflows/runtime-files.js';
 import { ViolationSchema } from '../schemas.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
@@ -27,7 +26,6 @@ const DESTRUCTIVE = {
   openWorldHint: false,
 };
 
-export const version = (text: string | Buffer) => createHash('sha256').update(text).digest('hex');
 const extensionFor = (format: DefinitionFormat) => (format === 'json' ? '.json' : '.yaml');
 
 export interface AuthoringDeps {
@@ -194,7 +192,9 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
             });
           }
           if (expected_version !== undefined) {
-            const current = existing ? version(await readFile(existing.file).catch(() => '')) : undefined;
+            const current = existing
+              ? contentVersion(await readFile(existing.file).catch(() => ''))
+              : undefined;
             if (current !== expected_version) {
               fail({
                 code: 'workflow_conflict',
@@ -214,7 +214,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           return {
             path: file,
             workflow_id: id,
-            version: version(content),
+            version: contentVersion(content),
             format: r.format,
             created: existing === undefined,
             ...(lower && lower.source !== 'runtime' ? { overrides: lower.source } : {}),
@@ -267,7 +267,12 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           await writeAtomically(target, renamed);
           if (target !== entry.file) await unlink(entry.file);
           await registry.refresh();
-          return { workflow_id: new_id, previous_id: workflow_id, path: target, version: version(renamed) };
+          return {
+            workflow_id: new_id,
+            previous_id: workflow_id,
+            path: target,
+            version: contentVersion(renamed),
+          };
         }),
     }),
     defineTool({

@@ -12,7 +12,7 @@ import {
 } from '../../catalogs/openapi-import.js';
 import { type Context, conditionVariables, evaluateCondition, readPath } from '../../engine/conditions.js';
 import { fail } from '../../engine/errors.js';
-import { type ProviderOutcome, resolveInputs } from '../../engine/inputs.js';
+import { INPUT_STATUSES, type ProviderOutcome, resolveInputs } from '../../engine/inputs.js';
 import {
   expressionsIn,
   parseReference,
@@ -100,6 +100,7 @@ export function automationTools(deps: AutomationDeps): ToolDefinition[] {
     await catalogs.ready();
     const outcomes: Record<string, ProviderOutcome> = {};
     for (const [name, spec] of Object.entries(workflow.inputs ?? {})) {
+      // A provider decides the choices when no value is given and there is no default, and checks a given value.
       if (!spec.provider || (given[name] === undefined && spec.default !== undefined)) continue;
       outcomes[name] = await runProvider(spec, given);
     }
@@ -314,9 +315,7 @@ export function automationTools(deps: AutomationDeps): ToolDefinition[] {
           .array(
             z.object({
               name: z.string().describe('Input name'),
-              status: z
-                .enum(['provided', 'default', 'missing', 'unset', 'invalid', 'prompt', 'provider_error'])
-                .describe('What happened to it'),
+              status: z.enum(INPUT_STATUSES).describe('What happened to it'),
               value: z.unknown().optional().describe('Its value'),
               message: z.string().optional().describe('Why it is not ready'),
               choices: z

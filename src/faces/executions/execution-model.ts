@@ -58,12 +58,6 @@ export function outputForTemplates(output: StepOutput): Record<string, unknown> 
   };
 }
 
-export function asRecord(value: unknown): Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : {};
-}
-
 export const nowIso = () => new Date().toISOString();
 
 export function canonical(value: unknown): string {

@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { CatalogRegistry } from '../../catalogs/catalog-registry.js';
 import type { CommandStepRunner } from '../../catalogs/command-steps.js';
-import type { Context } from '../../engine/conditions.js';
+import { asRecord, type Context } from '../../engine/conditions.js';
 import { DomainFailure, fail } from '../../engine/errors.js';
-import { buildGuidance } from '../../engine/guidance.js';
+import { buildGuidance, contextScope } from '../../engine/guidance.js';
 import { resolveInputs } from '../../engine/inputs.js';
 import { findActionStep, findPromptStep, nextStep } from '../../engine/next-step.js';
 import { canTransition, type ExecutionState, isTerminal, TRANSITIONS } from '../../engine/state-machine.js';
@@ -26,7 +26,6 @@ import type { PersonaRegistry } from '../../workflows/personas.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
 import { requireWorkflow } from '../guidance/guidance-tools.js';
 import {
-  asRecord,
   type CommandRun,
   canonical,
   checkArtifacts,
@@ -301,12 +300,7 @@ export class ExecutionService {
 
   /** What templates can see: inputs, step outputs (both kept in the context) and allowed env vars. */
   private scope(context: Context): TemplateScope {
-    return {
-      inputs: asRecord(context.inputs),
-      steps: asRecord(context.steps),
-      env: this.deps.allowedEnv ?? {},
-      context,
-    };
+    return contextScope(context, this.deps.allowedEnv);
   }
 
   private async existingStart(exec: ExecutionRecord, workflowName: string, tx?: StoreWriter) {

@@ -39,10 +39,6 @@ export function executionResources(
       uri: `${BASE}/${kind}/${e.execution_id}`,
       name: `${kind} of ${e.execution_id} (${e.workflow_name})`,
     }));
-  const workflowIds = async (prefix: string) => {
-    await registry.ready();
-    return registry.ids(prefix);
-  };
   const executionTemplate = (
     kind: string,
     title: string,
@@ -91,7 +87,7 @@ export function executionResources(
           .list()
           .workflows.map((w) => ({ uri: `${BASE}/workflow_details/${w.id}`, name: w.name }));
       },
-      complete: { workflowName: workflowIds },
+      complete: { workflowName: (prefix) => registry.ids(prefix) },
       read: async (vars) => {
         await registry.ready();
         const entry = requireWorkflow(registry, one(vars.workflowName));

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import * as z from 'zod';
 import { fail } from '../../engine/errors.js';
@@ -7,7 +6,7 @@ import { allStepIds, findActionStep, nextStep } from '../../engine/next-step.js'
 import { CriteriaError, GENERIC_SUGGESTION, type ValidationEngine } from '../../engine/validation-engine.js';
 import { ID_PATTERN, IdSchema, isCommandStep, type Workflow } from '../../workflows/model.js';
 import { formatOf } from '../../workflows/parse.js';
-import type { LoadedWorkflow, WorkflowRegistry } from '../../workflows/registry.js';
+import { contentVersion, type LoadedWorkflow, type WorkflowRegistry } from '../../workflows/registry.js';
 import { ViolationSchema } from '../schemas.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 
@@ -173,7 +172,7 @@ export function guidanceTools({ registry, engine, allowedEnv = {} }: GuidanceDep
           format: formatOf(entry.file) ?? 'json',
           content: bytes.toString('utf8'),
           parsed: entry.status === 'valid' ? entry.workflow : null,
-          version: createHash('sha256').update(bytes).digest('hex'),
+          version: contentVersion(bytes),
           ...(entry.status === 'broken' ? { violations: entry.violations } : {}),
         };
       },

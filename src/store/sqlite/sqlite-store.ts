@@ -94,7 +94,6 @@ export class SqliteExecutionStore implements ExecutionStore {
     const db = this.db;
     this.stmts = {
       getExecution: db.prepare('SELECT * FROM workflow_executions WHERE execution_id = ?'),
-      countExecutions: db.prepare('SELECT COUNT(*) AS n FROM workflow_executions'),
       insertExecution:
         db.prepare(`INSERT INTO workflow_executions (execution_id, workflow_name, definition_hash,
         state, current_step, current_seq, completed_steps, context, token_nonce, token_attempt, token_issued_at,
@@ -151,7 +150,6 @@ export class SqliteExecutionStore implements ExecutionStore {
       return row ? toExecution(row) : undefined;
     },
     listExecutions: async (filter) => this.list(filter),
-    countExecutions: async () => (this.stmts.countExecutions.get() as { n: number }).n,
     getSteps: async (id) => (this.stmts.getSteps.all(id) as Row[]).map(toStep),
     getStep: async (id, seq) => {
       const row = this.stmts.getStep.get(id, seq) as Row | undefined;
@@ -261,7 +259,6 @@ export class SqliteExecutionStore implements ExecutionStore {
 
   getExecution = (id: string) => this.exclusive(() => this.writer.getExecution(id));
   listExecutions = (filter: ExecutionFilter) => this.exclusive(() => this.writer.listExecutions(filter));
-  countExecutions = () => this.exclusive(() => this.writer.countExecutions());
   getSteps = (id: string) => this.exclusive(() => this.writer.getSteps(id));
   getStep = (id: string, seq: number) => this.exclusive(() => this.writer.getStep(id, seq));
   getArtifacts = (id: string, stepName?: string) =>
