@@ -6,6 +6,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
-    reporters: ['default', './scripts/summary-reporter.mjs'],
+    reporters: ['default', './scripts/reliability-reporter.mjs', './scripts/summary-reporter.mjs'],
   },
 });

@@ -1,11 +1,13 @@
 // Benchmark of the built server over stdio (not a test): start-up, per-tool round trips, peak RSS.
-// Usage: npm run bench [-- --calls 2000 --spawns 15 --loop-steps 5000 --executions 10000].
+// Usage: npm run bench [-- --calls 2000 --spawns 15 --loop-steps 5000 --executions 10000 --tasks 100
+// --dashboard-executions 100000]; the dashboard part alone: node bench/dashboard.mjs.
 // Results: bench/results/latest.json.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { dashboardScenario, printDashboard } from './dashboard.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cli = join(root, 'dist', 'cli.js');
@@ -22,6 +24,7 @@ const nodeFlags = (/^#!.*\bnode\b(.*)$/m.exec(readFileSync(cli, 'utf8').split('\
 const SPAWNS = arg('spawns', 15);
 const LOOP_STEPS = arg('loop-steps', 5000);
 const EXECUTIONS = arg('executions', 10000);
+const TASKS = arg('tasks', 100);
 
 const INIT = {
   jsonrpc: '2.0',
@@ -48,6 +51,7 @@ class Server {
       while (nl !== -1) {
         const msg = JSON.parse(this.buffer.slice(0, nl));
         this.buffer = this.buffer.slice(nl + 1);
+        if (msg.id === undefined) this.onNotification?.(msg);
         this.pending.get(msg.id)?.(msg);
         this.pending.delete(msg.id);
         nl = this.buffer.indexOf('\n');
@@ -209,6 +213,101 @@ async function executionsScenario(env) {
   };
 }
 
+/**
+ * MCP tasks against a local HTTP API: how soon a task exists (CreateTaskResult) and reports its first
+ * status, then TASKS concurrent workflow_run tasks, each with a 2 s API call and a quick one, to completion.
+ */
+async function tasksScenario(env) {
+  const { TasksApi, TOKEN } = await import('../examples/tasks-api-server.mjs');
+  const api = new TasksApi();
+  await api.start();
+  const server = new Server({
+    ...env,
+    WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
+    WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${api.port}`,
+  });
+  try {
+    await server.request('initialize', { ...INIT.params, protocolVersion: '2025-11-25' }, 0);
+    const must = async (method, params) => {
+      const res = await server.request(method, params);
+      if (res.error || res.result?.isError)
+        throw new Error(`${method} failed: ${JSON.stringify(res).slice(0, 400)}`);
+      return res.result;
+    };
+    await must('catalog_import_openapi', {
+      source: join(root, 'examples', 'tasks-api.openapi.yaml'),
+      catalog_title: 'Tasks API',
+      base_url: api.baseUrl,
+      overwrite: true,
+    });
+    const step = (id, taskId) => ({ id, title: id, run: 'tasks-api get-task', with: { taskId } });
+    for (const [id, steps] of [
+      ['bench-quick', [step('fetch-t1', 't1')]],
+      ['bench-slow', [step('fetch-slow', 'slow'), step('fetch-t1', 't1')]],
+    ]) {
+      await must('workflow_save', {
+        content: JSON.stringify({ id, name: id, description: 'bench', version: '1.0.0', steps }),
+        overwrite: true,
+      });
+    }
+    const statuses = new Map();
+    server.onNotification = (msg) => {
+      if (msg.method !== 'notifications/tasks/status') return;
+      const seen = statuses.get(msg.params.taskId) ?? [];
+      seen.push({ at: performance.now(), status: msg.params.status });
+      statuses.set(msg.params.taskId, seen);
+    };
+    const run = (workflow_id) =>
+      must('tools/call', { name: 'workflow_run', arguments: { workflow_id }, task: { ttl: 600_000 } });
+    const waitAll = async (ids, timeoutMs) => {
+      const deadline = performance.now() + timeoutMs;
+      for (;;) {
+        const done = ids.filter((id) => (statuses.get(id) ?? []).some((s) => s.status === 'completed'));
+        if (done.length === ids.length) return;
+        const failed = ids.find((id) => (statuses.get(id) ?? []).some((s) => s.status === 'failed'));
+        if (failed) throw new Error(`task ${failed} failed`);
+        if (performance.now() > deadline)
+          throw new Error(`only ${done.length}/${ids.length} tasks completed`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    // One task at a time: CreateTaskResult round trip, and creation to the first status notification.
+    const created = [];
+    const firstStatus = [];
+    for (let i = 0; i < 50; i++) {
+      const t = performance.now();
+      const { task } = await run('bench-quick');
+      created.push(performance.now() - t);
+      await waitAll([task.taskId], 10_000);
+      firstStatus.push((statuses.get(task.taskId)?.[0]?.at ?? Number.NaN) - t);
+    }
+    // TASKS at once, each waiting 2 s on the API.
+    const t0 = performance.now();
+    const tasks = await Promise.all(Array.from({ length: TASKS }, () => run('bench-slow')));
+    const allCreated = performance.now() - t0;
+    await waitAll(
+      tasks.map((r) => r.task.taskId),
+      120_000,
+    );
+    const completed = performance.now() - t0;
+    return {
+      name: 'MCP tasks (workflow_run against a local API)',
+      createTaskResult: stats(created),
+      creationToFirstStatus: stats(firstStatus),
+      concurrent: {
+        tasks: TASKS,
+        perTask: 'one 2 s API call, then a quick one',
+        allCreatedMs: round(allCreated),
+        allCompletedMs: round(completed),
+      },
+      peakRssMb: round(server.peakRssMb()),
+    };
+  } finally {
+    await server.stop();
+    await api.stop();
+  }
+}
+
 function loopWorkflow(dir) {
   mkdirSync(dir, { recursive: true });
   writeFileSync(
@@ -284,6 +383,8 @@ try {
       loopWorkflow(baseEnv.WORKFLOWLOOKUP_WORKFLOWS_PATH);
       return executionsScenario({ ...baseEnv, WORKFLOWLOOKUP_DATA_DIR: join(sandbox, 'data') });
     })(),
+    tasks: await tasksScenario({ ...baseEnv, WORKFLOWLOOKUP_DATA_DIR: join(sandbox, 'tasks-data') }),
+    dashboard: await dashboardScenario({ executions: arg('dashboard-executions', 100_000) }),
   };
   mkdirSync(join(root, 'bench', 'results'), { recursive: true });
   writeFileSync(join(root, 'bench', 'results', 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
@@ -313,6 +414,19 @@ try {
       console.log(`  ${label}: median ${r.medianMs} ms  p99 ${r.p99Ms} ms`);
   }
   console.log(`  peak RSS: ${ex.peakRssMb} MB`);
+  const tk = results.tasks;
+  console.log(`\n${tk.name}`);
+  console.log(
+    `  CreateTaskResult          median ${tk.createTaskResult.medianMs} ms  p99 ${tk.createTaskResult.p99Ms} ms`,
+  );
+  console.log(
+    `  creation -> first status  median ${tk.creationToFirstStatus.medianMs} ms  p99 ${tk.creationToFirstStatus.p99Ms} ms`,
+  );
+  console.log(
+    `  ${tk.concurrent.tasks} concurrent runs (${tk.concurrent.perTask}): all created in ${tk.concurrent.allCreatedMs} ms, all completed in ${tk.concurrent.allCompletedMs} ms`,
+  );
+  console.log(`  peak RSS: ${tk.peakRssMb} MB`);
+  printDashboard(results.dashboard);
   console.log('\nwritten: bench/results/latest.json');
 } finally {
   rmSync(sandbox, { recursive: true, force: true });

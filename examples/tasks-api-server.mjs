@@ -9,7 +9,9 @@ export const TOKEN = process.env.TASKS_API_TOKEN ?? 'secret-token-123';
 /**
  * A real HTTP server on 127.0.0.1 implementing the tasks-api fixture, with a few task ids that
  * misbehave on purpose: boom (always 500), flaky (503 once), slow (answers after 2 s), garbage
- * (invalid JSON), hop (redirects to another host), leak (echoes the Authorization header in a 400).
+ * (invalid JSON), hop (redirects to another host), escape (redirects out of /api on the same host),
+ * leak (echoes the Authorization header in a 400), echo and echo-text (echo it in a 200, as is and
+ * encoded).
  */
 export class TasksApi {
   /** @type {{ method: string, url: string, headers: import('node:http').IncomingHttpHeaders, body: string }[]} */
@@ -58,6 +60,11 @@ export class TasksApi {
       this.json(res, 400, { error: 'bad request', echoed: req.headers.authorization });
       return;
     }
+    if (path.startsWith('/admin/')) {
+      // Outside the API's base path: a catalog call must never get here, even by a redirect.
+      this.json(res, 200, { keys: ['admin-only'] });
+      return;
+    }
     if (req.headers.authorization !== `Bearer ${TOKEN}`) {
       this.json(res, 401, { error: 'unauthorized' });
       return;
@@ -91,6 +98,25 @@ export class TasksApi {
       } else if (id === 'hop') {
         res.writeHead(302, { location: `http://127.0.0.2:${this.port}/api/tasks/t1` });
         res.end();
+      } else if (id === 'escape') {
+        res.writeHead(302, { location: '/admin/keys' });
+        res.end();
+      } else if (id === 'echo') {
+        const auth = req.headers.authorization ?? '';
+        const token = auth.replace(/^Bearer /, '');
+        this.json(res, 200, {
+          id,
+          title: `Echo of ${auth}`,
+          status: 'open',
+          header_base64: Buffer.from(auth).toString('base64'),
+          token_base64url: Buffer.from(`:${token}`).toString('base64url'),
+          header_url: `https://example.com/?auth=${encodeURIComponent(auth)}`,
+          nested: { [token]: [token, { again: `x${token}x` }] },
+        });
+      } else if (id === 'echo-text') {
+        const auth = req.headers.authorization ?? '';
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end(`you sent ${auth}; as base64 ${Buffer.from(`ab${auth}`).toString('base64')}`);
       } else this.json(res, 200, { id, title: 'A task', status: 'open' });
     } else if (req.method === 'POST' && path === '/api/exports') {
       this.exportPolls = 0;

@@ -1,17 +1,25 @@
 // Bundles the CLI: one module to load instead of hundreds keeps start-up fast, and libraries that are
-// only needed after `initialize` (YAML, ajv, RE2) are split into chunks loaded on first use.
+// only needed after `initialize` (YAML) are split into chunks loaded on first use; ajv and RE2 live in
+// the validation worker's bundle.
 // --optimize-for-size keeps peak RSS under 100 MB through bursts of calls (see bench/); it is in the
 // shebang so every launch (bin, npx, MCP client configs) gets it, and in `npm start`.
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
+// Chunk names carry content hashes: old ones would pile up beside the new.
+rmSync('dist/chunks', { recursive: true, force: true });
+
 await build({
-  entryPoints: ['src/cli/main.ts'],
+  // The validation worker is a thread of its own (regex and JSON Schema checks under a time budget);
+  // ValidationEngine finds it beside cli.js.
+  entryPoints: { cli: 'src/cli/main.ts', 'validation-worker': 'src/engine/validation-worker.ts' },
   outdir: 'dist',
-  entryNames: 'cli',
+  entryNames: '[name]',
   chunkNames: 'chunks/[name]-[hash]',
   splitting: true,
-  // A native module: loaded from node_modules at run time.
-  external: ['better-sqlite3'],
+  // A native module: loaded from node_modules at run time. `pg-native` is pg's optional libpq binding,
+  // which pg requires only when asked to (NODE_PG_FORCE_NATIVE); we use pg's JavaScript client.
+  external: ['better-sqlite3', 'pg-native'],
   bundle: true,
   platform: 'node',
   format: 'esm',
@@ -24,3 +32,42 @@ await build({
   },
   logLevel: 'warning',
 });
+
+// Browser code, built beside the server bundle (which stays as above).
+// The dashboard's script and stylesheet, served by the dashboard from dist/dashboard.
+await build({
+  entryPoints: ['src/dashboard/client/dashboard.ts'],
+  outfile: 'dist/dashboard/dashboard.js',
+  bundle: true,
+  platform: 'browser',
+  format: 'esm',
+  target: 'es2022',
+  minify: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+mkdirSync('dist/dashboard', { recursive: true });
+for (const asset of ['dashboard.css', 'favicon.svg'])
+  copyFileSync(`src/dashboard/assets/${asset}`, `dist/dashboard/${asset}`);
+
+// The MCP App view: one self-contained HTML file (hosts render it in a sandboxed iframe from the ui://
+// resource, so its script and style are inline and it loads nothing else).
+const view = await build({
+  entryPoints: ['src/faces/executions/view/execution-view.ts'],
+  write: false,
+  bundle: true,
+  platform: 'browser',
+  format: 'esm',
+  target: 'es2022',
+  minify: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+const viewJs = view.outputFiles[0].text.replaceAll('</script', '<\\/script');
+const viewHtml = readFileSync('src/faces/executions/view/execution-view.html', 'utf8');
+if (!viewHtml.includes('/*__VIEW_JS__*/')) throw new Error('execution-view.html lost its script placeholder');
+mkdirSync('dist/views', { recursive: true });
+writeFileSync(
+  'dist/views/execution-progress.html',
+  viewHtml.replace('<script>/*__VIEW_JS__*/', () => `<script type="module">${viewJs}`),
+);

@@ -3,23 +3,161 @@ import { homedir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export type SourceKind = 'bundled' | 'user' | 'project' | 'storage' | 'runtime';
+import { PRIVATE_HOSTS_SETTING, parseAllowList } from './catalogs/host-policy.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from './protocol/limits.js';
+import type { WorkflowSource } from './workflows/sources.js';
 
-/** A directory of workflow definitions; later sources override earlier ones by id. */
-export interface WorkflowSource {
-  kind: SourceKind;
-  dir: string;
+/** Settings that cannot work: the CLI reports them and exits with code 2 before serving anything. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
 }
+
+/**
+ * Every environment variable the server reads, with what it does: the source of `--help` and of the
+ * README's Environment table (a test keeps the README in step).
+ */
+export const ENVIRONMENT: readonly { name: string; description: string }[] = [
+  { name: 'WORKFLOW_STORAGE_PATH', description: 'extra workflow directories, path-delimiter separated' },
+  {
+    name: 'WORKFLOWLOOKUP_WORKFLOWS_PATH',
+    description: 'the runtime (highest-precedence, writable) workflow directory',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_CONFIG_PATH',
+    description:
+      'config file path; its directory + `/workflows` is the runtime dir when the variable above is unset',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_INCLUDE_BUNDLED',
+    description: '`false` leaves out the bundled workflows (also `--no-bundled`)',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_INCLUDE_USER',
+    description: '`false` leaves out `~/.workflowlookup/workflows` (also `--no-user`)',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_INCLUDE_PROJECT',
+    description: '`false` leaves out `./.workflowlookup/workflows` (also `--no-project`)',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_MESSAGE_BYTES',
+    description: `largest accepted JSON-RPC message, default ${DEFAULT_MAX_MESSAGE_BYTES}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_DATA_DIR',
+    description: 'where executions are stored (SQLite file and token secret)',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_DATABASE_URL',
+    description:
+      '`postgres://user:password@host:port/database`: keep executions in PostgreSQL instead of SQLite (replicas share it)',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_TOKEN_SECRET',
+    description:
+      'HMAC secret for continuation tokens (at least 32 characters); default: generated into the data dir. Required with `WORKFLOWLOOKUP_DATABASE_URL` (the same on every replica)',
+  },
+  { name: 'WORKFLOWLOOKUP_TOKEN_TTL_SECONDS', description: 'continuation token lifetime, default 86400' },
+  {
+    name: 'WORKFLOWLOOKUP_TOOLS',
+    description:
+      'tool groups tools/list shows: core (default), guidance, executions, authoring, automation, tasks, comma-separated, or `all`; also `--tools`',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_ALLOWED_ENV',
+    description:
+      'comma-separated environment variables that `${{ env.X }}` templates and input defaults may read',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_ALLOW_URL_SOURCES',
+    description: '`true` lets catalog tools read OpenAPI documents from http(s) URLs',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_CATALOG_<ID>_TOKEN',
+    description: 'credential of catalog `<id>` (also `_USERNAME`, `_PASSWORD`, `_API_KEY`)',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_CATALOG_<ID>_ORIGIN',
+    description:
+      'the only origin (`https://host:port`) the credential of catalog `<id>` is sent to; overrides the binding recorded at import',
+  },
+  {
+    name: PRIVATE_HOSTS_SETTING,
+    description:
+      'comma-separated hosts (`host`, `host:port`, `[::1]:8080`) or subnets (`10.0.0.0/8`) on loopback, private or link-local addresses that catalog commands and URL sources may reach (`*`: any); default none',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_HTTP_HOST',
+    description: '`serve --http` address, default 127.0.0.1 (also `--host`)',
+  },
+  { name: 'WORKFLOWLOOKUP_HTTP_PORT', description: '`serve --http` port, default 3927 (also `--port`)' },
+  { name: 'WORKFLOWLOOKUP_HTTP_PATH', description: 'MCP endpoint path, default `/mcp` (also `--path`)' },
+  {
+    name: 'WORKFLOWLOOKUP_PUBLIC_URL',
+    description: 'the endpoint as clients reach it (behind a reverse proxy); names the protected resource',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_ALLOWED_HOSTS',
+    description: 'Host header names accepted (comma-separated); default the loopback names and the bind host',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_ALLOWED_ORIGINS',
+    description: 'Origin hosts accepted from browsers (comma-separated); default the allowed hosts',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_AUTH',
+    description: '`jwt` or `tokens`: how HTTP callers authenticate (default: none, loopback only)',
+  },
+  { name: 'WORKFLOWLOOKUP_JWT_ISSUER', description: 'with `jwt`: the issuer (`iss`) tokens must carry' },
+  { name: 'WORKFLOWLOOKUP_JWT_AUDIENCE', description: 'with `jwt`: the audience (`aud`) tokens must carry' },
+  { name: 'WORKFLOWLOOKUP_JWKS_URL', description: 'with `jwt`: where the signing keys are published' },
+  { name: 'WORKFLOWLOOKUP_JWKS_FILE', description: 'with `jwt`: a local JWKS file instead of a URL' },
+  {
+    name: 'WORKFLOWLOOKUP_JWT_PRINCIPAL_CLAIM',
+    description: 'with `jwt`: the claim naming the principal, default `sub`',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_TOKENS_FILE',
+    description:
+      'with `tokens`: the hashed static tokens (`workflowlookup token add`), default `<data dir>/tokens.json`',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_RATE_LIMIT',
+    description: 'HTTP requests per minute per principal, default 600 (`0` turns the limit off)',
+  },
+  { name: 'WORKFLOWLOOKUP_HTTP_MAX_SESSIONS', description: 'open 2025-11-25 sessions at most, default 256' },
+  {
+    name: 'WORKFLOWLOOKUP_HTTP_DASHBOARD',
+    description:
+      '`false` turns off the dashboard `serve --http` serves at `/dashboard` (on by default, behind the same authentication)',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_DASHBOARD_PORT',
+    description:
+      'port of `workflowlookup dashboard` on 127.0.0.1, default 3928 (0: any free port); also `--port`',
+  },
+  { name: 'XDG_CONFIG_HOME', description: 'base of the default runtime dir on Linux' },
+  { name: 'XDG_DATA_HOME', description: 'base of the default data dir on Linux' },
+];
 
 export interface Config {
   packageRoot: string;
   version: string;
+  /** The directory relative paths (sources, catalog files) are resolved against. */
+  cwd: string;
+  /** Largest JSON-RPC message a transport accepts, in bytes. */
+  maxMessageBytes: number;
   sources: WorkflowSource[];
   runtimeDir: string;
   /** Persona directories: the `agents` directory beside each workflow source, same precedence. */
   agentDirs: string[];
   /** Where executions live (SQLite file, token secret). */
   dataDir: string;
+  /** A `postgres://` URL: executions live in PostgreSQL instead of the SQLite file in `dataDir`. */
+  databaseUrl: string | undefined;
   tokenTtlMs: number;
   tokenSecret: string | undefined;
   profiles: Set<Profile>;
@@ -31,26 +169,45 @@ export interface Config {
   allowedEnvNames: Set<string>;
   /** Whether catalog sources may be URLs (off by default). */
   allowUrlSources: boolean;
+  /** Private, loopback and link-local hosts catalog calls and URL sources may reach (none by default). */
+  allowPrivateHosts: string[];
   /** The server's environment, for catalog credentials (read only when a command runs). */
   env: NodeJS.ProcessEnv;
+  /** Port of the standalone dashboard (`workflowlookup dashboard`). */
+  dashboardPort: number;
 }
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 60 * 60;
+export const DEFAULT_DASHBOARD_PORT = 3928;
 
-/** Tool groups a user can expose (`--tools` / `WORKFLOWLOOKUP_TOOLS`). */
-export const PROFILES = ['guidance', 'executions', 'authoring', 'automation'] as const;
+/** A TCP port number (0 lets the system choose), or a ConfigError naming where it came from. */
+export function parsePort(value: string, where: string): number {
+  const port = Number(value);
+  if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`${where} must be a port number 0-65535 (0 picks a free port), not "${value}"`);
+  }
+  return port;
+}
+
+/**
+ * Tool groups (`--tools` / `WORKFLOWLOOKUP_TOOLS`): which tools `tools/list` shows. Every tool stays
+ * callable whatever is listed; `core` (the default) is the small set most agents need, and
+ * `workflow_tools` lists the others on request.
+ */
+export const PROFILES = ['core', 'guidance', 'executions', 'authoring', 'automation', 'tasks'] as const;
 export type Profile = (typeof PROFILES)[number];
 
 export function parseProfiles(value: string | undefined): Set<Profile> {
-  if (value === undefined || value.trim() === '' || value.trim() === 'all') return new Set(PROFILES);
+  if (value === undefined || value.trim() === '') return new Set(['core']);
+  if (value.trim() === 'all') return new Set(PROFILES);
   const names = value
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
   const unknown = names.filter((n) => !(PROFILES as readonly string[]).includes(n));
   if (unknown.length > 0) {
-    throw new Error(
-      `unknown tool profile(s) ${unknown.join(', ')}; choose from ${PROFILES.join(', ')} (or all)`,
+    throw new ConfigError(
+      `unknown tool group(s) ${unknown.join(', ')}; choose from ${PROFILES.join(', ')} (or all)`,
     );
   }
   return new Set(names as Profile[]);
@@ -103,6 +260,23 @@ function userConfigDir(env: NodeJS.ProcessEnv): string {
   return env.XDG_CONFIG_HOME || join(homedir(), '.config');
 }
 
+/** A PostgreSQL URL that can be parsed; the message never repeats the URL, which may hold a password. */
+function checkDatabaseUrl(url: string): void {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  if (scheme !== 'postgres' && scheme !== 'postgresql') {
+    throw new ConfigError(
+      `WORKFLOWLOOKUP_DATABASE_URL must be a postgres:// or postgresql:// URL${scheme ? ` (it starts with ${scheme}:)` : ''}; unset it to keep executions in SQLite`,
+    );
+  }
+  try {
+    new URL(url);
+  } catch {
+    throw new ConfigError(
+      'WORKFLOWLOOKUP_DATABASE_URL is not a valid URL (characters such as @ : / # in the password must be percent-encoded)',
+    );
+  }
+}
+
 /** Resolves the workflow sources and runtime dir from the environment (see README, "Configuration"). */
 export function loadConfig(options: ConfigOptions = {}): Config {
   const env = options.env ?? process.env;
@@ -144,17 +318,36 @@ export function loadConfig(options: ConfigOptions = {}): Config {
   );
   const ttl = Number(env.WORKFLOWLOOKUP_TOKEN_TTL_SECONDS || DEFAULT_TOKEN_TTL_SECONDS);
   if (!Number.isFinite(ttl) || ttl <= 0) {
-    throw new Error('WORKFLOWLOOKUP_TOKEN_TTL_SECONDS must be a positive number of seconds');
+    throw new ConfigError('WORKFLOWLOOKUP_TOKEN_TTL_SECONDS must be a positive number of seconds');
+  }
+  const secret = env.WORKFLOWLOOKUP_TOKEN_SECRET || undefined;
+  if (secret !== undefined && secret.length < 32) {
+    throw new ConfigError(
+      `WORKFLOWLOOKUP_TOKEN_SECRET must be at least 32 characters (it has ${secret.length}); unset it to use a generated one`,
+    );
+  }
+  const databaseUrl = env.WORKFLOWLOOKUP_DATABASE_URL?.trim() || undefined;
+  if (databaseUrl !== undefined) checkDatabaseUrl(databaseUrl);
+  const maxMessageBytes = Number(env.WORKFLOWLOOKUP_MAX_MESSAGE_BYTES || DEFAULT_MAX_MESSAGE_BYTES);
+  if (!Number.isInteger(maxMessageBytes) || maxMessageBytes < 1024) {
+    throw new ConfigError('WORKFLOWLOOKUP_MAX_MESSAGE_BYTES must be a whole number of bytes, at least 1024');
+  }
+  const privateHosts = parseAllowList(env[PRIVATE_HOSTS_SETTING]);
+  if (privateHosts.problems.length > 0) {
+    throw new ConfigError(`${PRIVATE_HOSTS_SETTING}: ${privateHosts.problems.join('; ')}`);
   }
   return {
     packageRoot,
     version,
+    cwd,
+    maxMessageBytes,
     sources: deduped,
     runtimeDir,
     agentDirs: deduped.map((s) => join(dirname(s.dir), 'agents')),
     dataDir: resolve(cwd, env.WORKFLOWLOOKUP_DATA_DIR || join(userDataDir(env), 'workflowlookup')),
+    databaseUrl,
     tokenTtlMs: ttl * 1000,
-    tokenSecret: env.WORKFLOWLOOKUP_TOKEN_SECRET,
+    tokenSecret: secret,
     profiles: parseProfiles(options.tools ?? env.WORKFLOWLOOKUP_TOOLS),
     catalogsDir: join(dirname(runtimeDir), 'catalogs'),
     allowedEnv: Object.fromEntries(
@@ -162,6 +355,160 @@ export function loadConfig(options: ConfigOptions = {}): Config {
     ),
     allowedEnvNames: allowedNames,
     allowUrlSources: flag(env.WORKFLOWLOOKUP_ALLOW_URL_SOURCES, false),
+    allowPrivateHosts: privateHosts.entries,
     env,
+    dashboardPort: env.WORKFLOWLOOKUP_DASHBOARD_PORT
+      ? parsePort(env.WORKFLOWLOOKUP_DASHBOARD_PORT, 'WORKFLOWLOOKUP_DASHBOARD_PORT')
+      : DEFAULT_DASHBOARD_PORT,
+  };
+}
+
+/**
+ * Refuses to serve a PostgreSQL database without WORKFLOWLOOKUP_TOKEN_SECRET. Replicas sharing the
+ * database must sign continuation tokens with one secret, or a token issued by one is refused by the
+ * others (only when a load balancer sends the next call elsewhere: a failure that hides in testing).
+ * The secret is not kept in the database, where anyone who can read it (a backup, a reporting role)
+ * could forge tokens for any principal's executions: it comes from the configuration, like the
+ * database password.
+ */
+export function checkSharedSecret(config: Config): void {
+  if (config.databaseUrl !== undefined && config.tokenSecret === undefined) {
+    throw new ConfigError(
+      'WORKFLOWLOOKUP_DATABASE_URL is set but WORKFLOWLOOKUP_TOKEN_SECRET is not: every server on a shared database must sign continuation tokens with the same secret, or a token issued by one replica is refused by another. Set WORKFLOWLOOKUP_TOKEN_SECRET (at least 32 random characters, e.g. from `openssl rand -hex 32`) to the same value on every replica',
+    );
+  }
+}
+
+export type AuthMode = 'none' | 'jwt' | 'tokens';
+
+/** Settings of `serve --http` (and the dashboard under it). */
+export interface HttpSettings {
+  host: string;
+  port: number;
+  path: string;
+  /** The endpoint's public URL: the protected resource clients name in their tokens. */
+  publicUrl: string;
+  allowedHosts: string[];
+  allowedOrigins: string[];
+  auth:
+    | { mode: 'none' }
+    | {
+        mode: 'jwt';
+        issuer: string;
+        audience: string;
+        jwksUrl: string | undefined;
+        jwksFile: string | undefined;
+        principalClaim: string;
+      }
+    | { mode: 'tokens'; file: string };
+  /** Requests per minute per principal (0: no limit). */
+  rateLimit: number;
+  maxSessions: number;
+  /** Serve the dashboard under /dashboard (WORKFLOWLOOKUP_HTTP_DASHBOARD, default on). */
+  dashboard: boolean;
+}
+
+export interface HttpFlags {
+  host?: string;
+  port?: string;
+  path?: string;
+}
+
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
+
+/** Whether a bind address only accepts connections from this machine. */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+const list = (value: string | undefined) =>
+  (value ?? '')
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
+
+/**
+ * HTTP settings from flags and the environment. Safe by default: loopback only, and a server reachable
+ * from other machines must authenticate its callers (a ConfigError otherwise).
+ */
+export function loadHttpSettings(config: Config, flags: HttpFlags = {}): HttpSettings {
+  const env = config.env;
+  const host = flags.host ?? env.WORKFLOWLOOKUP_HTTP_HOST ?? '127.0.0.1';
+  const port =
+    flags.port !== undefined
+      ? parsePort(flags.port, '--port')
+      : parsePort(env.WORKFLOWLOOKUP_HTTP_PORT ?? '3927', 'WORKFLOWLOOKUP_HTTP_PORT');
+  const path = flags.path ?? env.WORKFLOWLOOKUP_HTTP_PATH ?? '/mcp';
+  if (!/^\/[A-Za-z0-9/_.-]*$/.test(path) || path.endsWith('/') || path.startsWith('/dashboard')) {
+    throw new ConfigError(
+      `the HTTP path must look like /mcp (no trailing slash, not under /dashboard), not ${path}`,
+    );
+  }
+  const mode = (env.WORKFLOWLOOKUP_AUTH || 'none').trim();
+  let auth: HttpSettings['auth'];
+  if (mode === 'none') auth = { mode: 'none' };
+  else if (mode === 'tokens') {
+    auth = {
+      mode: 'tokens',
+      file: resolve(config.cwd, env.WORKFLOWLOOKUP_TOKENS_FILE || join(config.dataDir, 'tokens.json')),
+    };
+  } else if (mode === 'jwt') {
+    const issuer = env.WORKFLOWLOOKUP_JWT_ISSUER;
+    const audience = env.WORKFLOWLOOKUP_JWT_AUDIENCE;
+    const jwksUrl = env.WORKFLOWLOOKUP_JWKS_URL || undefined;
+    const jwksFile = env.WORKFLOWLOOKUP_JWKS_FILE
+      ? resolve(config.cwd, env.WORKFLOWLOOKUP_JWKS_FILE)
+      : undefined;
+    if (!issuer || !audience || (jwksUrl === undefined) === (jwksFile === undefined)) {
+      throw new ConfigError(
+        'WORKFLOWLOOKUP_AUTH=jwt needs WORKFLOWLOOKUP_JWT_ISSUER, WORKFLOWLOOKUP_JWT_AUDIENCE and exactly one of WORKFLOWLOOKUP_JWKS_URL or WORKFLOWLOOKUP_JWKS_FILE',
+      );
+    }
+    auth = {
+      mode: 'jwt',
+      issuer,
+      audience,
+      jwksUrl,
+      jwksFile,
+      principalClaim: env.WORKFLOWLOOKUP_JWT_PRINCIPAL_CLAIM || 'sub',
+    };
+  } else {
+    throw new ConfigError(
+      `WORKFLOWLOOKUP_AUTH must be jwt or tokens (or unset), not ${JSON.stringify(mode)}`,
+    );
+  }
+  if (auth.mode === 'none' && !isLoopback(host)) {
+    throw new ConfigError(
+      `refusing to serve ${host} without authentication: anyone who can reach it could run workflows. Set WORKFLOWLOOKUP_AUTH (jwt or tokens), or bind 127.0.0.1`,
+    );
+  }
+  const rateLimit = Number(env.WORKFLOWLOOKUP_RATE_LIMIT || 600);
+  const maxSessions = Number(env.WORKFLOWLOOKUP_HTTP_MAX_SESSIONS || 256);
+  if (!Number.isInteger(rateLimit) || rateLimit < 0) {
+    throw new ConfigError(
+      'WORKFLOWLOOKUP_RATE_LIMIT must be a whole number of requests per minute (0: no limit)',
+    );
+  }
+  if (!Number.isInteger(maxSessions) || maxSessions < 1) {
+    throw new ConfigError('WORKFLOWLOOKUP_HTTP_MAX_SESSIONS must be a whole number, at least 1');
+  }
+  const bindName = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  const allowedHosts = list(env.WORKFLOWLOOKUP_ALLOWED_HOSTS);
+  const hosts = allowedHosts.length > 0 ? allowedHosts : [...new Set([...LOOPBACK_NAMES, bindName])];
+  const origins = list(env.WORKFLOWLOOKUP_ALLOWED_ORIGINS);
+  return {
+    host,
+    port,
+    path,
+    publicUrl:
+      env.WORKFLOWLOOKUP_PUBLIC_URL ||
+      `http://${bindName === '0.0.0.0' ? 'localhost' : bindName}:${port}${path}`,
+    allowedHosts: hosts,
+    allowedOrigins: origins.length > 0 ? origins : hosts,
+    auth,
+    rateLimit,
+    maxSessions,
+    dashboard: flag(env.WORKFLOWLOOKUP_HTTP_DASHBOARD, true),
   };
 }

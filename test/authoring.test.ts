@@ -3,7 +3,17 @@ import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, connectClient, FIXTURES, ROOT, type Sandbox, sandbox } from './helpers/server.js';
+import { makeReadOnly, SMALL_FILES_ONLY } from './helpers/fs-faults.js';
+import {
+  callTool,
+  connectClient,
+  FIXTURES,
+  RawServer,
+  ROOT,
+  type Sandbox,
+  sandbox,
+  tokenOf,
+} from './helpers/server.js';
 
 type Json = Record<string, any>;
 
@@ -145,8 +155,11 @@ describe('workflow_validate_manifest', () => {
     expect((await call('workflow_validate_manifest', { content: 'a', manifest: {} })).error.code).toBe(
       -32602,
     );
+    // The size limit is the check's (UTF-8 bytes, the same for files and content), reported as a violation.
     const huge = await call('workflow_validate_manifest', { content: 'x'.repeat(1_048_577) });
-    expect(huge.error.data.details).toMatch(/content/);
+    expect(huge).toMatchObject({ valid: false, violations: [{ rule: 'maxFileSize', actual: '1048577' }] });
+    const wide = await call('workflow_validate_manifest', { content: `# ${'é'.repeat(524_288)}\nid: x` });
+    expect(wide.violations[0]).toMatchObject({ rule: 'maxFileSize', actual: '1048584' });
   });
 });
 
@@ -273,10 +286,11 @@ describe('workflow_save, workflow_get source view, rename, delete', () => {
       deleted: true,
       workflow_id: 'release-doomed',
       path: join(sb.runtime, 'release-doomed.yaml'),
+      next: [],
     });
     expect((await call('workflow_get', { id: 'release-doomed' })).error.code).toBe(-32001);
     const next = await call('workflow_next_step', {
-      token: started.new_token,
+      token: tokenOf(started),
       output: { summary: 'changelog updated' },
     });
     expect(next.step_name).toBe('smoke-test');
@@ -317,6 +331,172 @@ describe('workflow_save, workflow_get source view, rename, delete', () => {
     expect(results.every((r) => r.workflow_id === 'release-race')).toBe(true);
     const final = readFileSync(join(sb.runtime, 'release-race.yaml'), 'utf8');
     expect(variants).toContain(final);
+  });
+});
+
+describe('workflow_save refuses what it must not write (#12 items 6 and 9)', () => {
+  const flow = (id: string, name = 'Flow') =>
+    GOOD_YAML.replace(/release-check/g, id).replace('Release check', name);
+  const runtimeFiles = () => readdirSync(sb.runtime).sort();
+
+  it("never writes over another workflow's file, with or without overwrite", async () => {
+    const alpha = await call('workflow_save', { content: flow('alpha-flow', 'Alpha') });
+    expect(alpha.path).toBe(join(sb.runtime, 'alpha-flow.yaml'));
+    for (const args of [
+      { file_name: 'alpha-flow.yaml' },
+      { file_name: 'alpha-flow.yaml', overwrite: true },
+      { file_name: 'ALPHA-FLOW.yaml', overwrite: true },
+    ]) {
+      const res = await call('workflow_save', { content: flow('beta-flow', 'Beta'), ...args });
+      expect(res.error, JSON.stringify(args)).toMatchObject({
+        code: -32005,
+        data: { error_code: 'WORKFLOW_CONFLICT' },
+      });
+      expect(res.error.data.message).toContain('holds workflow "alpha-flow"');
+    }
+    expect(readFileSync(alpha.path, 'utf8')).toBe(flow('alpha-flow', 'Alpha'));
+    expect((await call('workflow_get', { id: 'alpha-flow' })).name).toBe('Alpha');
+    // Its own file, under a new name, is fine; a file the server cannot identify needs overwrite.
+    const moved = await call('workflow_save', {
+      content: flow('alpha-flow', 'Alpha 2'),
+      file_name: 'alpha.yml',
+      overwrite: true,
+    });
+    expect(moved.path).toBe(join(sb.runtime, 'alpha.yml'));
+    expect(existsSync(alpha.path)).toBe(false);
+    writeFileSync(join(sb.runtime, 'unknown.json'), '{ not json');
+    await new Promise((r) => setTimeout(r, 300));
+    const blind = await call('workflow_save', {
+      content: flow('gamma-flow'),
+      file_name: 'unknown.json',
+      format: 'yaml',
+    });
+    expect(blind.error.data.error_code).toBe('WORKFLOW_CONFLICT');
+    expect(readFileSync(join(sb.runtime, 'unknown.json'), 'utf8')).toBe('{ not json');
+  });
+
+  it('refuses file names that no source would serve or that mean something else', async () => {
+    const before = runtimeFiles();
+    const refused: [string, string][] = [
+      ['evil\n.yaml', 'INVALID_PARAMS'],
+      ['C:evil.yaml', 'PATH_OUTSIDE_RUNTIME_DIR'],
+      ['CON.yaml', 'INVALID_PARAMS'],
+      ['nul.json', 'INVALID_PARAMS'],
+      ['%2e%2e%2fescape.yaml', 'INVALID_PARAMS'],
+      ['\uFF0E\uFF0E\uFF0Fescape.yaml', 'INVALID_PARAMS'],
+      ['.hidden.yaml', 'INVALID_PARAMS'],
+      ['..\\escape.yaml', 'PATH_OUTSIDE_RUNTIME_DIR'],
+    ];
+    for (const [file_name, code] of refused) {
+      const res = await call('workflow_save', { content: flow('named-flow'), file_name });
+      expect(res.error?.data.error_code, JSON.stringify(file_name)).toBe(code);
+    }
+    // An id that is a device name gets no default file name either.
+    const device = await call('workflow_save', { content: flow('aux') });
+    expect(device.error.data).toMatchObject({ error_code: 'INVALID_PARAMS' });
+    expect(device.error.data.details).toContain('reserved device name');
+    expect(runtimeFiles()).toEqual(before);
+  });
+
+  it('caps durations with a violation that names the limit (#15 item 3)', async () => {
+    const content = `${flow('slow-poll').split('steps:')[0]}steps:\n  - id: poll-it\n    title: Poll\n    run: tasks-api get-export\n    repeat: { until: { var: output.done }, every: 1s, max_attempts: 5, timeout: 999m }\n`;
+    const res = await call('workflow_save', { content });
+    expect(res.error.data.error_code).toBe('WORKFLOW_VALIDATION_FAILED');
+    expect(res.error.data.violations).toEqual([
+      expect.objectContaining({
+        path: '/steps/0/repeat/timeout',
+        line: 10,
+        message: expect.stringContaining('at most 60m'),
+      }),
+    ]);
+  });
+
+  it('answers hostile manifests with violations, quickly, and stays up', async () => {
+    const wide = {
+      id: 'wide-flow',
+      name: 'n',
+      description: 'd',
+      version: '1.0.0',
+      steps: [{ id: 'one-step', title: 't', prompt: 'p' }],
+      ...Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`p${i}`, i])),
+    };
+    const text = JSON.stringify(wide, null, 1);
+    expect(text.length).toBeGreaterThan(800_000);
+    for (const format of ['json', 'yaml']) {
+      const started = Date.now();
+      const res = await call('workflow_validate_manifest', { content: text, format });
+      // Generous bound for a shared machine: the point is no stall (it took 12-49 s before).
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(res.violations).toEqual([expect.objectContaining({ rule: 'additionalProperties', line: 1 })]);
+      expect(res.violations[0].message.length).toBeLessThan(400);
+    }
+    const aliases = ['a: &a [x, x, x, x, x, x, x, x, x]'];
+    for (const name of 'bcdefgh') {
+      const prev = String.fromCharCode(name.charCodeAt(0) - 1);
+      aliases.push(`${name}: &${name} [${new Array(9).fill(`*${prev}`).join(', ')}]`);
+    }
+    const bomb = await call('workflow_save', { content: aliases.join('\n') });
+    expect(bomb.error.data.violations).toEqual([expect.objectContaining({ rule: 'yamlAliases' })]);
+    const deepText = `{"id": "deep-flow", "steps": ${'['.repeat(5000)}${']'.repeat(5000)}}`;
+    const deep = await call('workflow_validate_manifest', { content: deepText });
+    expect(deep.violations).toEqual([expect.objectContaining({ rule: 'maxDepth' })]);
+    // A 5,000-deep object as tool arguments (written by hand: the client's serializer would overflow).
+    const raw = new RawServer({ env: sb.env, cwd: sb.project });
+    try {
+      await raw.initialize();
+      const condition = `${'{"not":'.repeat(5000)}{"var":"x"}${'}'.repeat(5000)}`;
+      const steps = `[{"id":"one-step","title":"t","prompt":"p","runCondition":${condition}}]`;
+      raw.send(
+        `{"jsonrpc":"2.0","id":"deep","method":"workflow_validate_manifest","params":{"manifest":{"id":"deep-flow","name":"n","description":"d","version":"1.0.0","steps":${steps}}}}`,
+      );
+      const [, answer] = await raw.read(2);
+      // Refused at the protocol edge, before any tool sees it (the same limit on every transport).
+      expect((answer as Json).error).toMatchObject({ code: -32602 });
+      expect(JSON.stringify((answer as Json).error)).toContain('nested deeper than 64 levels');
+    } finally {
+      raw.kill();
+    }
+    const deepYaml = await call('workflow_save', { content: `${'['.repeat(5000)}${']'.repeat(5000)}` });
+    expect(deepYaml.error.data.violations).toEqual([expect.objectContaining({ rule: 'maxDepth', line: 1 })]);
+    expect((await call('workflow_list', {})).workflows.length).toBeGreaterThan(5);
+  });
+
+  it('a read-only runtime dir and a full disk get their own errors; nothing is left behind', async () => {
+    const locked = sandbox();
+    const undo = makeReadOnly(locked.runtime);
+    const { client: lockedClient, close: closeLocked } = await connectClient(locked);
+    try {
+      if (undo) {
+        const res = await call('workflow_save', { content: flow('locked-flow') }, lockedClient);
+        expect(res.error).toMatchObject({
+          code: -32006,
+          data: { error_code: 'RUNTIME_DIR_READ_ONLY', retryable: false, context: { path: locked.runtime } },
+        });
+        expect(res.error.data.message).toContain('not writable');
+      }
+      expect((await call('workflow_list', {}, lockedClient)).workflows.length).toBeGreaterThan(5);
+    } finally {
+      await closeLocked();
+      undo?.();
+      locked.cleanup();
+    }
+    const full = sandbox();
+    const cramped = new RawServer({ env: full.env, cwd: full.project, shell: SMALL_FILES_ONLY });
+    try {
+      await cramped.initialize();
+      const large = flow('large-flow').replace('Checks a release', `Checks ${'a'.repeat(20_000)}`);
+      const res = await cramped.request('save', 'workflow_save', { content: large });
+      expect(res.error).toMatchObject({
+        code: -32006,
+        data: { error_code: 'STORAGE_FULL', retryable: true },
+      });
+      expect(readdirSync(full.runtime)).toEqual([]);
+      const list = await cramped.request('list', 'workflow_list', {});
+      expect(list.result).toBeDefined();
+    } finally {
+      cramped.kill();
+      full.cleanup();
+    }
   });
 });
 
@@ -371,10 +551,12 @@ describe('authoring resources and prompts', () => {
       name: 'workflow_author',
       arguments: { goal: 'ship a hotfix safely' },
     });
-    expect(author.messages[0]?.content).toMatchObject({
-      type: 'resource',
-      resource: { uri: 'workflowlookup://authoring/spec' },
-    });
+    // A quick reference and a pointer to the guide resource, not the whole guide in every prompt.
+    const reference = author.messages[0]?.content as { type: string; text: string };
+    expect(reference.type).toBe('text');
+    expect(reference.text).toContain('workflowlookup://authoring/spec');
+    expect(reference.text).toContain('validationCriteria');
+    expect(Buffer.byteLength(JSON.stringify(author.messages))).toBeLessThan(6000);
     expect(JSON.stringify(author.messages[1])).toContain('ship a hotfix safely');
     const extend = await client.getPrompt({
       name: 'workflow_extend',

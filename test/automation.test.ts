@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, connectClient, FIXTURES, type Sandbox, sandbox } from './helpers/server.js';
+import { callTool, connectClient, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 import { TasksApi, TOKEN } from './helpers/tasks-api.js';
 
 type Json = Record<string, any>;
@@ -30,6 +30,8 @@ beforeAll(async () => {
   api = new TasksApi();
   await api.start();
   sb = sandbox({
+    // The example API listens on loopback, which catalog calls refuse unless it is allowed.
+    WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${api.port}`,
     WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
     WORKFLOWLOOKUP_ALLOWED_ENV: 'RELEASE_NAME,UNSET_THING',
     RELEASE_NAME: 'r42',
@@ -149,16 +151,31 @@ describe('inputs, templates and plans', () => {
         { value: 'p2', label: 'Beta' },
       ],
     });
-    expect(unresolved.inputs[1]).toMatchObject({
-      name: 'title_prefix',
-      status: 'default',
-      value: 'Follow-up',
-    });
+    // A value that is fine is said once, in values; the per-input list says where it came from.
+    expect(unresolved.inputs[1]).toEqual({ name: 'title_prefix', status: 'default' });
+    expect(unresolved.values).toEqual({ title_prefix: 'Follow-up' });
+    // Not ready: the answer names the call to make, with what to fill in.
+    expect(unresolved.next).toEqual([
+      {
+        tool: 'workflow_resolve_inputs',
+        arguments: { workflow_id: 'export-project-tasks', inputs: {} },
+        fill: { 'inputs.project': 'choose one of the listed values' },
+      },
+    ]);
     const ready = await call('workflow_resolve_inputs', {
       workflow_id: 'export-project-tasks',
       inputs: { project: 'p1' },
     });
     expect(ready).toMatchObject({ ready: true, values: { project: 'p1', title_prefix: 'Follow-up' } });
+    expect(ready.next).toEqual([
+      {
+        tool: 'workflow_start',
+        arguments: {
+          workflow_id: 'export-project-tasks',
+          inputs: { project: 'p1', title_prefix: 'Follow-up' },
+        },
+      },
+    ]);
     const wrong = await call('workflow_resolve_inputs', {
       workflow_id: 'export-project-tasks',
       inputs: { project: 'zzz', title_prefix: 7 },
@@ -183,7 +200,7 @@ steps:
     const resolvable = content.replace('{ env: HOME }', '{ env: UNSET_THING }');
     const resolved = await call('workflow_resolve_inputs', { content: resolvable, inputs: {} });
     expect(resolved.inputs).toEqual([
-      { name: 'release', status: 'default', value: 'r42' },
+      { name: 'release', status: 'default' },
       expect.objectContaining({
         name: 'secret',
         status: 'invalid',
@@ -197,7 +214,8 @@ steps:
       content: resolvable,
       inputs: { secret: 'x' },
     });
-    expect(rendered.steps[0].rendered.prompt).toBe('Announce r42 built by r42');
+    // Input values are data; the operator's allowed environment is configuration, shown as is.
+    expect(rendered.steps[0].rendered.prompt).toBe('Announce [inputs.release: `r42`] built by r42');
     const badRefs = await call('workflow_validate_manifest', {
       content: content.replace(
         '${{ env.RELEASE_NAME }}',
@@ -233,7 +251,10 @@ steps:
       completedSteps: [],
       context: { audience: 'ops', inputs: { release: 'r7' } },
     });
-    expect(next.guidance.prompt).toContain('For ops: announce r7 built by');
+    // Substituted values are shown as labelled data (README, "Templates").
+    expect(next.guidance.prompt).toContain(
+      'For [context.audience: `ops`]: announce [inputs.release: `r7`] built by',
+    );
   });
 
   it('renders templates with types kept and defers step outputs; plans the run', async () => {
@@ -244,7 +265,8 @@ steps:
     const fetch = rendered.steps.find((s: Json) => s.step_id === 'fetch-tasks');
     expect(fetch.rendered.with).toEqual({ projectId: 'p1', status: 'open' });
     const review = rendered.steps.find((s: Json) => s.step_id === 'review');
-    expect(review.rendered.title).toBe('Review the tasks of p1');
+    // Text an agent reads shows values as data, as the run will show them.
+    expect(review.rendered.title).toBe('Review the tasks of [inputs.project: `p1`]');
     expect(review.deferred).toEqual(['steps.fetch-tasks.output.items']);
     const plan = await call('workflow_step_plan', {
       workflow_id: 'conditional-workflow-example',
@@ -308,9 +330,9 @@ describe('command steps', () => {
       }),
     ]);
     expect(started.agent_content).toContain('Fix login');
-    expect(started.agent_content).toContain('Review the tasks of p1');
+    expect(started.agent_content).toContain('Review the tasks of [inputs.project: `p1`]');
     const done = await call('workflow_next_step', {
-      token: started.new_token,
+      token: tokenOf(started),
       output: { summary: 'Triage login bugs' },
     });
     expect(done.workflow_state).toBe('completed');
@@ -327,7 +349,7 @@ describe('command steps', () => {
     const calls = api.requests.length;
     expect(
       await call('workflow_next_step', {
-        token: started.new_token,
+        token: tokenOf(started),
         output: { summary: 'Triage login bugs' },
       }),
     ).toEqual(done);
@@ -335,6 +357,8 @@ describe('command steps', () => {
 
     const made = api.requests.slice(before);
     expect(made.map((r) => `${r.method} ${r.url}`)).toEqual([
+      // workflow_start checks the input against its provider, as workflow_resolve_inputs does.
+      'GET /api/projects',
       'GET /api/projects/p1/tasks?status=open',
       'POST /api/projects/p1/tasks',
       'POST /api/exports',
@@ -342,11 +366,11 @@ describe('command steps', () => {
       'GET /api/exports/job-1',
       'GET /api/exports/job-1',
     ]);
-    for (const r of made) {
-      expect(r.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    for (const r of made) expect(r.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    for (const r of made.slice(1)) {
       expect(r.headers['idempotency-key']).toMatch(new RegExp(`^${started.execution_id}:`));
     }
-    expect(JSON.parse(made[1]?.body ?? '{}')).toEqual({ title: 'Follow-up: Triage login bugs' });
+    expect(JSON.parse(made[2]?.body ?? '{}')).toEqual({ title: 'Follow-up: Triage login bugs' });
 
     const { client: restarted, close } = await connectClient(sb);
     try {
@@ -403,7 +427,11 @@ describe('command steps', () => {
           .contents[0] as { text: string }
       ).text,
     );
-    expect(failedStatus).toMatchObject({ state: 'failed', steps: { failed: 1 } });
+    // A 5xx may pass: the execution waits on the step, and workflow_resume says why and retries it.
+    expect(failedStatus).toMatchObject({ state: 'running', current_step: 'fetch-task' });
+    const waiting = await call('workflow_resume', { execution_id: runId });
+    expect(waiting.error.data).toMatchObject({ reason: 'http_status', retryable: true });
+    expect(waiting.error.data.suggested_action).toContain(`workflow_resume {"execution_id": "${runId}"}`);
 
     const flaky = await run('cmd-flaky', 'flaky');
     expect(flaky).toMatchObject({
@@ -418,7 +446,18 @@ describe('command steps', () => {
     expect(garbage.error.data).toMatchObject({
       reason: 'invalid_json',
       response_payload: '{"id": "garbage", ',
+      retryable: false,
     });
+    const garbageStatus = JSON.parse(
+      (
+        (
+          await client.readResource({
+            uri: `workflowlookup://workflow/workflow_status/${garbage.error.data.context.run_id}`,
+          })
+        ).contents[0] as { text: string }
+      ).text,
+    );
+    expect(garbageStatus).toMatchObject({ state: 'failed', steps: { failed: 1 } });
 
     const hop = await run('cmd-hop', 'hop');
     expect(hop.error.data).toMatchObject({ reason: 'redirect' });
@@ -437,21 +476,34 @@ describe('command steps', () => {
     expect(contract.error.data).toMatchObject({ reason: 'output_contract' });
   });
 
-  it('needs the credential and an enabled catalog', async () => {
+  it('needs the credential and an enabled catalog; a missing credential waits for a resume', async () => {
+    let missing = '';
     const { client: noToken, close } = await connectClient(sb, {
       env: { WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: '' },
     });
     try {
       const res = await call('workflow_start', { workflow_name: 'cmd-flaky' }, noToken);
-      expect(res.error.data).toMatchObject({ reason: 'missing_credential', error_code: 'COMMAND_FAILED' });
+      expect(res.error.data).toMatchObject({
+        reason: 'missing_credential',
+        error_code: 'COMMAND_FAILED',
+        retryable: true,
+      });
       expect(res.error.data.message).toContain('WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN');
+      missing = res.error.data.context.run_id;
     } finally {
       await close();
     }
+    // The credential is set where the execution is resumed: it carries on instead of staying failed.
+    const resumed = await call('workflow_resume', { execution_id: missing });
+    expect(resumed).toMatchObject({
+      workflow_state: 'completed',
+      commands: [expect.objectContaining({ step_id: 'fetch-task', status: 200 })],
+    });
     expect(await call('catalog_set_enabled', { catalog_title: 'Tasks API', enabled: false })).toEqual({
       catalog_id: 'tasks-api',
       enabled: false,
       command_count_after_toggle: 0,
+      next: [],
     });
     const disabled = await call('workflow_start', {
       workflow_name: 'export-project-tasks',
@@ -464,6 +516,7 @@ describe('command steps', () => {
       removed_catalog_id: 'tasks-api',
       manifest_removed: true,
       remaining_catalog_count: 0,
+      next: [],
     });
     expect((await call('catalog_remove', { catalog_id: 'tasks-api' })).error.data.error_code).toBe(
       'CATALOG_NOT_FOUND',

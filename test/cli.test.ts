@@ -59,7 +59,7 @@ describe('cli', () => {
     expect(bad.stdout).toMatch(/FAIL .*broken-schema\.yaml/);
     expect(bad.stdout).toContain('/version');
     expect(bad.stdout).toMatch(/broken-syntax\.json\n.*line \d+/);
-    const criteria = run(['validate', join(FIXTURES, 'valid', 'rules-demo.json')]);
+    const criteria = run(['validate', join(FIXTURES, 'invalid', 'unevaluable-criteria.json')]);
     expect(criteria.code).toBe(1);
     expect(criteria.stdout).toContain('regex pattern');
     expect(run(['validate']).code).toBe(2);
@@ -109,5 +109,52 @@ describe('cli', () => {
     const res = run(['frobnicate']);
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('Unknown command');
+  });
+});
+
+describe('cli arguments and configuration', () => {
+  it('refuses unknown flags, prints per-command help, and --help names every environment variable', () => {
+    sb = sandbox();
+    const bogus = run(['serve', '--bogus']);
+    expect(bogus.code).toBe(2);
+    expect(bogus.stderr).toContain("Unknown option '--bogus'");
+    const validateHelp = run(['validate', '--help']);
+    expect(validateHelp.code).toBe(0);
+    expect(validateHelp.stdout).toMatch(/^Usage: workflowlookup validate \[--json\] <files\.\.\.>/);
+    const help = run(['--help']).stdout;
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    // The Environment table (other tables list error codes in the same shape).
+    const table = readme.slice(
+      readme.indexOf('<!-- environment:start'),
+      readme.indexOf('<!-- environment:end'),
+    );
+    const documented = [...table.matchAll(/^\| `([A-Z_<>]+)` \|/gm)].map((m) => m[1] as string);
+    expect(documented.length).toBeGreaterThan(20);
+    for (const name of documented) expect(help, name).toContain(name);
+  });
+
+  it('refuses bad configuration at start with a clear message and exit code 2', () => {
+    sb = sandbox();
+    const short = spawnSync(process.execPath, [CLI], {
+      env: { ...sb.env, WORKFLOWLOOKUP_TOKEN_SECRET: 'too-short' },
+      cwd: sb.project,
+      encoding: 'utf8',
+      input: '',
+    });
+    expect(short.status).toBe(2);
+    expect(short.stderr).toContain('WORKFLOWLOOKUP_TOKEN_SECRET must be at least 32 characters');
+    const tools = run(['serve', '--tools', 'everything']);
+    expect(tools.code).toBe(2);
+    expect(tools.stderr).toContain('unknown tool group');
+  });
+
+  it('writes no stack trace when its reader goes away (piped into head)', () => {
+    sb = sandbox();
+    const res = spawnSync('sh', ['-c', `"${process.execPath}" "${CLI}" --help | head -1`], {
+      env: sb.env,
+      encoding: 'utf8',
+    });
+    expect(res.stdout).toContain('workflowlookup');
+    expect(res.stderr).toBe('');
   });
 });

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../src/store/sqlite/migrations.js';
 import { SqliteExecutionStore } from '../src/store/sqlite/sqlite-store.js';
-import { FIXTURES, RawServer, type Sandbox, sandbox } from './helpers/server.js';
+import { FIXTURES, RawServer, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
 type Json = Record<string, any>;
 
@@ -43,14 +43,14 @@ describe('concurrency', () => {
       const target = (i % 2 === 0 ? a : b) as RawServer;
       // Half send the same output (safe retries), half a different one each (conflicts).
       const summary = i % 4 < 2 ? 'the design' : `design variant ${i}`;
-      return rpc(target, 'workflow_next_step', { token: started.new_token, output: { summary } });
+      return rpc(target, 'workflow_next_step', { token: tokenOf(started), output: { summary } });
     });
     const results = await Promise.all(submissions);
     const successes = results.filter((r) => r.success === true);
     const conflicts = results.filter((r) => r.error?.code === -32005);
     expect(successes.length + conflicts.length).toBe(results.length);
     // Every success is the same advance (one winner, the rest replays of its recorded answer).
-    expect(new Set(successes.map((r) => r.new_token)).size).toBe(1);
+    expect(new Set(successes.map((r) => tokenOf(r))).size).toBe(1);
     const history = (await (a as RawServer).request('h', 'resources/read', {
       uri: `workflowlookup://workflow/step_history/${started.execution_id}`,
     })) as Json;
@@ -69,13 +69,13 @@ describe('concurrency', () => {
       execution_id: 'shared-1',
     });
     const resumed = await rpc(b as RawServer, 'workflow_resume', { execution_id: 'shared-1' });
-    expect(resumed.continuation_token).toBe(started.new_token);
+    expect(tokenOf(resumed)).toBe(tokenOf(started));
     const next = await rpc(b as RawServer, 'workflow_next_step', {
-      token: started.new_token,
+      token: tokenOf(started),
       output: { summary: 'design' },
     });
     const seenByA = await rpc(a as RawServer, 'workflow_resume', { execution_id: 'shared-1' });
-    expect(seenByA.continuation_token).toBe(next.new_token);
+    expect(tokenOf(seenByA)).toBe(tokenOf(next));
     expect(seenByA.current_step).toBe('implement');
   });
 });
@@ -88,12 +88,12 @@ describe('crash safety', () => {
       workflow_name: 'long-loop',
       context: { more: true },
     });
-    let token = started.new_token as string;
+    let token = tokenOf(started) as string;
     let acknowledged = 0;
     const stream = (async () => {
       for (let i = 0; i < 100_000; i++) {
         const res = await rpc(first, 'workflow_next_step', { token, output: { summary: `tick ${i}` } });
-        token = res.new_token;
+        token = tokenOf(res);
         acknowledged++;
       }
     })().catch(() => undefined);
@@ -122,12 +122,12 @@ describe('crash safety', () => {
     expect(history.map((s: Json) => s.seq)).toEqual(history.map((_: Json, i: number) => i + 1));
     // The execution continues from where the store says it is.
     const next = await rpc(second, 'workflow_next_step', {
-      token: resumed.continuation_token,
+      token: tokenOf(resumed),
       output: { summary: 'after restart', context: { more: false } },
     });
     expect(next.step_name).toBe('wrap-up');
     const done = await rpc(second, 'workflow_next_step', {
-      token: next.new_token,
+      token: tokenOf(next),
       output: { summary: 'done' },
     });
     expect(done.workflow_state).toBe('completed');

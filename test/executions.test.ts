@@ -2,7 +2,15 @@ import { cpSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, connectClient, FIXTURES, RawServer, type Sandbox, sandbox } from './helpers/server.js';
+import {
+  callTool,
+  connectClient,
+  FIXTURES,
+  RawServer,
+  type Sandbox,
+  sandbox,
+  tokenOf,
+} from './helpers/server.js';
 
 type Json = Record<string, any>;
 
@@ -46,12 +54,25 @@ describe('workflow_start / workflow_next_step', () => {
     expect(started.execution_id).toMatch(/^exec_[0-9a-f]{24}$/);
     expect(started.agent_content).toContain('# Architect');
     expect(started.agent_content).toContain('Write the design.');
-    expect(started.step).toMatchObject({ id: 'design', prompt: 'Write the design.' });
-    expect(started.guidance.validationCriteria).toEqual(['The summary must describe the design']);
+    expect(started.guidance).toEqual({ modelHint: expect.any(String), requiresConfirmation: false });
+    // Every value is said once: the prompt, its title and criteria in agent_content, the token in next.
+    const text = JSON.stringify(started);
+    expect(text.split('Write the design.')).toHaveLength(2);
+    expect(text.split('The summary must describe the design')).toHaveLength(2);
+    expect(text.split(tokenOf(started))).toHaveLength(2);
+    expect(started).not.toHaveProperty('new_token');
+    expect(started).not.toHaveProperty('step');
+    expect(started.next).toEqual([
+      {
+        tool: 'workflow_next_step',
+        arguments: { token: tokenOf(started) },
+        fill: { 'output.summary': expect.stringContaining('design') },
+      },
+    ]);
     expect(started.message).toBe("Workflow 'durable-demo' started. Step 'design' ready.");
 
     const design = await call('workflow_next_step', {
-      token: started.new_token,
+      token: tokenOf(started),
       output: {
         summary: 'The design uses a queue.',
         artifacts: [
@@ -74,17 +95,17 @@ describe('workflow_start / workflow_next_step', () => {
       workflow_state: 'running',
     });
     const implement = await call('workflow_next_step', {
-      token: design.new_token,
+      token: tokenOf(design),
       output: { summary: 'Implemented.' },
     });
     expect(implement.step_name).toBe('harden'); // runCondition reads the context the design step reported
     const harden = await call('workflow_next_step', {
-      token: implement.new_token,
+      token: tokenOf(implement),
       output: { summary: 'Rate limited.' },
     });
     expect(harden.step_name).toBe('review');
     const done = await call('workflow_next_step', {
-      token: harden.new_token,
+      token: tokenOf(harden),
       output: { summary: 'Looks good.' },
     });
     expect(done).toEqual({
@@ -92,6 +113,7 @@ describe('workflow_start / workflow_next_step', () => {
       execution_id: started.execution_id,
       workflow_state: 'completed',
       message: 'Workflow completed successfully',
+      next: [],
     });
 
     const id = started.execution_id;
@@ -147,19 +169,19 @@ describe('workflow_start / workflow_next_step', () => {
   it('a failed validation advances nothing and mints a fresh token; retries are safe', async () => {
     const started = await call('workflow_start', { workflowId: 'durable-demo' });
     const bad = { summary: 'nothing useful' };
-    const failed = await call('workflow_next_step', { token: started.new_token, output: bad });
+    const failed = await call('workflow_next_step', { token: tokenOf(started), output: bad });
     expect(failed).toMatchObject({
       success: false,
       workflow_state: 'running',
       step_name: 'design',
       validation: { valid: false, issues: ['The summary must describe the design'] },
     });
-    expect(failed.new_token).not.toBe(started.new_token);
+    expect(tokenOf(failed)).not.toBe(tokenOf(started));
     // The same token with the same output: the recorded answer, unchanged.
-    expect(await call('workflow_next_step', { token: started.new_token, output: bad })).toEqual(failed);
+    expect(await call('workflow_next_step', { token: tokenOf(started), output: bad })).toEqual(failed);
     // The used token with another output: a conflict.
     const reused = await call('workflow_next_step', {
-      token: started.new_token,
+      token: tokenOf(started),
       output: { summary: 'a design' },
     });
     expect(reused.error).toMatchObject({
@@ -174,10 +196,10 @@ describe('workflow_start / workflow_next_step', () => {
         metadata: expect.objectContaining({ code: 'state_conflict' }),
       }),
     ]);
-    const ok = await call('workflow_next_step', { token: failed.new_token, output: { summary: 'a design' } });
+    const ok = await call('workflow_next_step', { token: tokenOf(failed), output: { summary: 'a design' } });
     expect(ok.step_name).toBe('implement');
     const replay = await call('workflow_next_step', {
-      token: failed.new_token,
+      token: tokenOf(failed),
       output: { summary: 'a design' },
     });
     expect(replay).toEqual(ok);
@@ -188,7 +210,7 @@ describe('workflow_start / workflow_next_step', () => {
 
   it('rejects tampered and forged tokens with -32007', async () => {
     const started = await call('workflow_start', { workflow_name: 'durable-demo' });
-    const [body, sig] = started.new_token.split('.');
+    const [body, sig] = tokenOf(started).split('.') as [string, string];
     const payload = JSON.parse(Buffer.from(body, 'base64url').toString());
     const forgedBody = Buffer.from(JSON.stringify({ ...payload, step_name: 'review' })).toString('base64url');
     for (const token of [`${forgedBody}.${sig}`, `${body}.${'A'.repeat(sig.length)}`, 'garbage', `${body}`]) {
@@ -200,11 +222,8 @@ describe('workflow_start / workflow_next_step', () => {
   it('returns an existing execution for a client-chosen execution_id instead of starting another', async () => {
     const first = await call('workflow_start', { workflow_name: 'durable-demo', execution_id: 'my-run-1' });
     const again = await call('workflow_start', { workflow_name: 'durable-demo', execution_id: 'my-run-1' });
-    expect(again).toMatchObject({
-      execution_id: 'my-run-1',
-      step_name: 'design',
-      new_token: first.new_token,
-    });
+    expect(again).toMatchObject({ execution_id: 'my-run-1', step_name: 'design' });
+    expect(tokenOf(again)).toBe(tokenOf(first));
     expect(again.message).toContain('already exists');
     const other = await call('workflow_start', { workflow_name: 'loops-demo', execution_id: 'my-run-1' });
     expect(other.error.code).toBe(-32005);
@@ -220,7 +239,7 @@ describe('workflow_start / workflow_next_step', () => {
     ).toBe(-32602);
     const started = await call('workflow_start', { workflow_name: 'durable-demo' });
     const big = await call('workflow_next_step', {
-      token: started.new_token,
+      token: tokenOf(started),
       output: {
         summary: 'design',
         artifacts: [{ type: 'file', name: 'big.bin', content: 'x'.repeat(1024 * 1024 + 1) }],
@@ -232,14 +251,14 @@ describe('workflow_start / workflow_next_step', () => {
     });
     // Nothing was lost: the token still works.
     expect(
-      (await call('workflow_next_step', { token: started.new_token, output: { summary: 'design' } })).success,
+      (await call('workflow_next_step', { token: tokenOf(started), output: { summary: 'design' } })).success,
     ).toBe(true);
-    expect((await call('workflow_next_step', { token: started.new_token })).error.code).toBe(-32602);
+    expect((await call('workflow_next_step', { token: tokenOf(started) })).error.code).toBe(-32602);
   });
 
   it('runs loops with the same engine as workflow_next', async () => {
     const started = await call('workflow_start', { workflow_name: 'long-loop', context: { more: true } });
-    let token = started.new_token;
+    let token = tokenOf(started);
     const seen: string[] = [started.step_name];
     for (let i = 0; i < 3; i++) {
       const res = await call('workflow_next_step', {
@@ -247,7 +266,7 @@ describe('workflow_start / workflow_next_step', () => {
         output: { summary: `tick ${i}`, context: { more: i < 1 } },
       });
       seen.push(res.step_name ?? res.workflow_state);
-      token = res.new_token;
+      token = tokenOf(res);
     }
     expect(seen).toEqual(['tick', 'tick', 'wrap-up', 'completed']);
     const history = await read(`workflowlookup://workflow/step_history/${started.execution_id}`);
@@ -271,12 +290,25 @@ describe('state machine', () => {
       previous_state: 'running',
       workflow_state: 'paused',
       allowed_next: ['running', 'abandoned'],
+      next: [],
     });
     const blocked = await call('workflow_next_step', {
-      token: started.new_token,
+      token: tokenOf(started),
       output: { summary: 'design' },
     });
-    expect(blocked.error).toMatchObject({ code: -32005, data: { state: 'paused' } });
+    // The refusal carries the call that fixes it.
+    const unpause = { tool: 'workflow_set_state', arguments: { execution_id: id, state: 'running' } };
+    expect(blocked.error).toMatchObject({ code: -32005, data: { state: 'paused', next: [unpause] } });
+    // Resuming a paused execution names the exact call that brings it back, never a dead end.
+    const paused = await call('workflow_resume', { execution_id: id });
+    expect(paused).toMatchObject({ workflow_state: 'paused', current_step: 'design' });
+    expect(paused.next).toEqual([unpause]);
+    // That call, sent as is, answers with the next one: workflow_resume, which hands out the step.
+    const unpaused = await call(paused.next[0].tool, paused.next[0].arguments);
+    expect(unpaused.next).toEqual([{ tool: 'workflow_resume', arguments: { execution_id: id } }]);
+    const back = await call(unpaused.next[0].tool, unpaused.next[0].arguments);
+    expect(tokenOf(back)).toBe(tokenOf(started));
+    await call('workflow_set_state', { execution_id: id, state: 'paused' });
     const invalid = await call('workflow_set_state', { execution_id: id, state: 'completed' });
     expect(invalid.error).toMatchObject({
       code: -32005,
@@ -284,7 +316,7 @@ describe('state machine', () => {
     });
     await call('workflow_set_state', { execution_id: id, state: 'running' });
     expect(
-      (await call('workflow_next_step', { token: started.new_token, output: { summary: 'design' } })).success,
+      (await call('workflow_next_step', { token: tokenOf(started), output: { summary: 'design' } })).success,
     ).toBe(true);
     await call('workflow_set_state', { execution_id: id, state: 'abandoned' });
     const terminal = await call('workflow_set_state', { execution_id: id, state: 'running' });
@@ -299,6 +331,8 @@ describe('state machine', () => {
     ).map((e: Json) => `${e.metadata.from}->${e.metadata.to}`);
     expect(transitions).toEqual([
       'idle->running',
+      'running->paused',
+      'paused->running',
       'running->paused',
       'paused->running',
       'running->abandoned',
@@ -324,11 +358,14 @@ describe('resume after a context reset', () => {
       workflow_state: 'running',
       current_step: 'design',
       agent_name: 'architect',
-      continuation_token: started.new_token,
+      workflow_id: 'durable-demo',
     });
-    expect(resumed.instructions).toContain('workflow_next_step');
+    expect(tokenOf(resumed)).toBe(tokenOf(started));
+    expect(resumed).not.toHaveProperty('continuation_token');
+    expect(found.executions[0]).toMatchObject({ workflow_id: 'durable-demo' });
+    expect(found.next[0]).toMatchObject({ tool: 'workflow_resume' });
     const resource = await read('workflowlookup://workflow/current_step/resume-me');
-    expect(resource.continuation_token).toBe(started.new_token);
+    expect(tokenOf(resource)).toBe(tokenOf(started));
     expect(resource.agent_content).toContain('# Architect');
   });
 });
@@ -338,7 +375,7 @@ describe('resources', () => {
     const templates = await client.listResourceTemplates();
     const uris = templates.resourceTemplates.map((t) => t.uriTemplate);
     for (const kind of [
-      'workflow_details/{workflowName}',
+      'workflow_details/{workflowId}',
       'current_step/{executionId}',
       'workflow_status/{executionId}',
       'step_history/{executionId}',
@@ -349,13 +386,13 @@ describe('resources', () => {
     const listed = await client.listResources();
     expect(listed.resources.map((r) => r.uri)).toContain('workflowlookup://workflow/available_workflows');
     const available = await read('workflowlookup://workflow/available_workflows');
-    const demo = available.find((w: Json) => w.name === 'durable-demo');
+    const demo = available.find((w: Json) => w.workflow_id === 'durable-demo');
     expect(demo.phases[0]).toEqual({ phase: 'design', agent: 'architect', description: 'Design' });
     const details = await read('workflowlookup://workflow/workflow_details/durable-demo');
     expect(JSON.parse(details.content).id).toBe('durable-demo');
     const completion = await client.complete({
-      ref: { type: 'ref/resource', uri: 'workflowlookup://workflow/workflow_details/{workflowName}' },
-      argument: { name: 'workflowName', value: 'durable' },
+      ref: { type: 'ref/resource', uri: 'workflowlookup://workflow/workflow_details/{workflowId}' },
+      argument: { name: 'workflowId', value: 'durable' },
     });
     expect(completion.completion.values).toEqual(['durable-demo']);
     const ids = await client.complete({
@@ -383,7 +420,7 @@ describe('resources', () => {
   it('accepts the dotted tool names of seed 004 as aliases', async () => {
     const started = await call('workflow.start', { workflow_name: 'durable-demo' });
     const next = await call('workflow.next_step', {
-      token: started.new_token,
+      token: tokenOf(started),
       output: { summary: 'design' },
     });
     expect(next.step_name).toBe('implement');
@@ -406,7 +443,7 @@ describe('tokens expire', () => {
         .result as Json;
       await new Promise((r) => setTimeout(r, 1200));
       const expired = await raw.request(3, 'workflow_next_step', {
-        token: started.new_token,
+        token: tokenOf(started),
         output: { summary: 'design' },
       });
       expect(expired.error).toMatchObject({
@@ -420,10 +457,10 @@ describe('tokens expire', () => {
       expect((expired.error as Json).data.details).toContain('workflow_resume');
       const resumed = (await raw.request(4, 'workflow_resume', { execution_id: started.execution_id }))
         .result as Json;
-      expect(resumed.continuation_token).not.toBe(started.new_token);
+      expect(tokenOf(resumed)).not.toBe(tokenOf(started));
       const next = (
         await raw.request(5, 'workflow_next_step', {
-          token: resumed.continuation_token,
+          token: tokenOf(resumed),
           output: { summary: 'design' },
         })
       ).result as Json;

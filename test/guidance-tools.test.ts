@@ -16,6 +16,10 @@ beforeAll(async () => {
   sb = sandbox();
   cpSync(join(FIXTURES, 'valid'), sb.runtime, { recursive: true });
   cpSync(join(FIXTURES, 'invalid', 'broken-schema.yaml'), join(sb.runtime, 'broken-schema.yaml'));
+  cpSync(
+    join(FIXTURES, 'invalid', 'unevaluable-criteria.json'),
+    join(sb.runtime, 'unevaluable-criteria.json'),
+  );
   ({ client, close: closeClient } = await connectClient(sb));
   raw = new RawServer({ env: sb.env, cwd: sb.project });
   await raw.initialize();
@@ -295,7 +299,7 @@ describe('workflow_next loops', () => {
       item: { var: 'file', value: 'x.ts' },
     });
     expect(res.context.file).toBe('x.ts');
-    expect(res.guidance.prompt).toContain('iteration 1 of 1. Current item (file): "x.ts"');
+    expect(res.guidance.prompt).toContain('iteration 1 of 1. Current item (file): [context.file: `x.ts`]');
   });
 
   it('evaluates requireConfirmation conditions', async () => {
@@ -404,13 +408,24 @@ describe('workflow_validate', () => {
     expect((await validate('free-step', 'anything')).valid).toBe(true);
   });
 
-  it('malformed criteria give -32004, a schema rule that does not compile -32002', async () => {
-    expect((await validate('bad-regex-step', 'x')).error).toMatchObject({
-      code: -32004,
-      message: 'Validation error',
+  it('a workflow whose criteria cannot be evaluated is broken (-32002 with the violations), never served', async () => {
+    // Criteria that cannot be evaluated make a file broken on every path (README, "Checking
+    // definitions"), so the -32004 a step of such a workflow used to give is now -32002 for the workflow.
+    const listed = await call('workflow_list', {});
+    expect(listed.workflows.map((w: Json) => w.id)).not.toContain('unevaluable-criteria');
+    const broken = listed.broken.find((b: Json) => b.id === 'unevaluable-criteria');
+    expect(broken.violations.map((v: Json) => [v.path, v.rule, v.line])).toEqual([
+      ['/steps/0/validationCriteria/0', 'criteria', 12],
+      ['/steps/1/validationCriteria/0', 'criteria', 24],
+      ['/steps/2/validationCriteria/0', 'criteria', 37],
+    ]);
+    const res = await call('workflow_validate', {
+      workflowId: 'unevaluable-criteria',
+      stepId: 'bad-regex-step',
+      output: 'x',
     });
-    expect((await validate('bad-length-step', 'x')).error.data.details).toMatch(/min 50 greater than max 10/);
-    expect((await validate('bad-schema-step', 'x')).error.code).toBe(-32002);
+    expect(res.error).toMatchObject({ code: -32002, data: { error_code: 'WORKFLOW_INVALID' } });
+    expect(res.error.data.violations[1].message).toMatch(/min 50 greater than max 10/);
   });
 
   it('unknown step -32003, unknown workflow -32001, empty or wrong-typed output -32602', async () => {

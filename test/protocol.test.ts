@@ -68,8 +68,8 @@ describe('handshake (seed 001)', () => {
     expect((later.result as { workflows: unknown[] }).workflows.length).toBeGreaterThan(0);
   });
 
-  it('lists the four guidance tools with the seed input schemas', async () => {
-    const s = start();
+  it('lists the four guidance tools with the seed input schemas (--tools guidance)', async () => {
+    const s = start(['--tools', 'guidance']);
     await s.initialize();
     const res = await s.request(2, 'tools/list', {});
     const tools = (res.result as { tools: { name: string; inputSchema: Record<string, unknown> }[] }).tools;
@@ -231,7 +231,7 @@ describe('lifecycle', () => {
 describe('SDK client', () => {
   it('connects with the initialize handshake and calls tools', async () => {
     sb = sandbox();
-    const { client, close } = await connectClient(sb);
+    const { client, close } = await connectClient(sb, { args: ['--tools', 'all'] });
     try {
       const tools = await client.listTools();
       expect(tools.tools.map((t) => t.name)).toContain('workflow_next');
@@ -266,13 +266,25 @@ describe('SDK client', () => {
         catalog_remove: [false, true, false],
         command_list: [true, false, false],
         provider_list: [true, false, false],
+        workflow_tools: [true, false, false],
+        workflow_run: [false, false, true],
+        workflow_cancel: [false, true, false],
+        workflow_purge_history: [false, true, false],
+        workflow_author_and_run: [false, false, true],
+        workflow_execute: [false, false, true],
+        workflow_repair_and_rerun: [false, false, true],
       });
-      for (const tool of tools.tools) expect(tool.outputSchema).toBeDefined();
+      // Output schemas are not published (most of tools/list's bytes); structuredContent carries results.
+      for (const tool of tools.tools) expect(tool.outputSchema).toBeUndefined();
       const res = await client.callTool({ name: 'workflow_list', arguments: {} });
       expect(res.isError).toBeFalsy();
       const structured = res.structuredContent as { workflows: unknown[] };
       expect(structured.workflows.length).toBeGreaterThanOrEqual(7);
-      expect(JSON.parse((res.content as { text: string }[])[0]?.text ?? '')).toEqual(structured);
+      // The text copy: one line for a person, then the compact JSON (never pretty-printed).
+      const text = (res.content as { text: string }[])[0]?.text ?? '';
+      const nl = text.indexOf('\n');
+      expect(text.slice(0, nl)).toMatch(/^\d+ workflow\(s\)/);
+      expect(text.slice(nl + 1)).toBe(JSON.stringify(structured));
     } finally {
       await close();
     }
@@ -303,5 +315,80 @@ describe('SDK client', () => {
       message: 'Unsupported protocol version',
       data: { requestedVersion: '2099-01-01' },
     });
+  });
+});
+
+describe('tool groups', () => {
+  it('lists a small core by default; workflow_tools lists more and every tool stays callable', async () => {
+    sb = sandbox();
+    let changed = 0;
+    const { client, close } = await connectClient(sb);
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
+      changed++;
+    });
+    try {
+      const listed = await client.listTools();
+      expect(listed.tools.map((t) => t.name).sort()).toEqual([
+        'workflow_get',
+        'workflow_list',
+        'workflow_next_step',
+        'workflow_resume',
+        'workflow_save',
+        'workflow_start',
+        'workflow_tools',
+        'workflow_validate_manifest',
+      ]);
+      expect(Buffer.byteLength(JSON.stringify(listed))).toBeLessThanOrEqual(8 * 1024);
+      // The instructions name only what is listed.
+      const instructions = client.getInstructions() ?? '';
+      expect(instructions).toContain('workflow_start');
+      expect(instructions).not.toContain('workflow_next ');
+      expect(instructions).not.toContain('catalog_import_openapi');
+      // An unlisted tool is still callable.
+      const plan = await client.callTool({
+        name: 'workflow_step_plan',
+        arguments: { workflow_id: 'coding-task-workflow' },
+      });
+      expect(plan.isError).toBeFalsy();
+      const enabled = (
+        await client.callTool({ name: 'workflow_tools', arguments: { enable: ['automation'] } })
+      ).structuredContent as { enabled: string[]; tools: { name: string; inputSchema: unknown }[] };
+      expect(enabled.enabled).toEqual(['automation']);
+      expect(enabled.tools.map((t) => t.name)).toContain('catalog_import_openapi');
+      expect(enabled.tools[0]?.inputSchema).toMatchObject({ type: 'object' });
+      for (let i = 0; i < 50 && changed === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(changed).toBe(1);
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('catalog_import_openapi');
+      const unknown = await client.callTool({ name: 'workflow_tools', arguments: { enable: ['nope'] } });
+      expect(JSON.stringify(unknown.structuredContent)).toContain('unknown tool group');
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('errors that lead', () => {
+  it('answers an unknown tool, method or argument with the closest names, and never stutters', async () => {
+    const s = start();
+    await s.initialize();
+    const method = await s.request(2, 'workflow_lst', null);
+    expect(method.error).toMatchObject({
+      code: -32601,
+      data: { method: 'workflow_lst', did_you_mean: ['workflow_list'] },
+    });
+    const tool = await s.request(3, 'tools/call', { name: 'workflow_strat', arguments: {} });
+    expect(tool.error).toMatchObject({ code: -32602, data: { did_you_mean: ['workflow_start'] } });
+    const argument = await s.request(4, 'workflow_get', { idd: 'coding-task-workflow' });
+    expect((argument.error as { data: { details: string } }).data.details).toContain(
+      'unknown argument "idd" (did you mean "id"?)',
+    );
+    const required = await s.request(5, 'workflow_start', {});
+    expect((required.error as { data: { details: string } }).data.details).toBe('workflow_id is required');
+    const missing = await s.request(6, 'tools/call', {
+      name: 'workflow_get',
+      arguments: { id: 'nope-nope' },
+    });
+    const text = ((missing.result as { content: { text: string }[] }).content[0] as { text: string }).text;
+    expect(text.split('\n')[0]).toBe('Workflow not found (-32001 WORKFLOW_NOT_FOUND)');
   });
 });

@@ -1,4 +1,4 @@
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RawServer, type Sandbox, sandbox } from './helpers/server.js';
@@ -133,5 +133,111 @@ describe('workflow sources', () => {
     await eventually((ws) => ws[0]?.name === 'version two');
     rmSync(join(sb.runtime, 'live.yaml'));
     await eventually((ws) => ws.length === 0);
+  });
+});
+
+describe('what a source may not do', () => {
+  const SECRET = 'TOPSECRET-0123456789abcdef';
+
+  it('a link that leaves its source dir is never followed: not listed, not served, not echoed (#12 item 5)', async () => {
+    sb = sandbox();
+    const outside = join(sb.root, 'outside');
+    mkdirSync(outside);
+    writeFileSync(join(outside, 'flow.json'), definition('outside-flow', `from outside ${SECRET}`));
+    writeFileSync(join(outside, 'secret.txt'), `${SECRET}\n`);
+    mkdirSync(join(sb.runtime, 'sub'));
+    writeFileSync(join(sb.runtime, 'sub', 'real.json'), definition('inside-flow', 'via an inside link'));
+    symlinkSync(join(outside, 'flow.json'), join(sb.runtime, 'outside-flow.json'));
+    symlinkSync(join(outside, 'secret.txt'), join(sb.runtime, 'token.yaml'));
+    symlinkSync('../outside/secret.txt', join(sb.runtime, 'relative.json'));
+    symlinkSync(join(sb.runtime, 'sub', 'real.json'), join(sb.runtime, 'inside.json'));
+    // A project checkout can carry such a link too.
+    const project = join(sb.project, '.workflowlookup', 'workflows');
+    mkdirSync(project, { recursive: true });
+    symlinkSync(join(outside, 'secret.txt'), join(project, 'cloned.yaml'));
+    // Persona directories follow the same rule.
+    mkdirSync(join(sb.root, 'agents'));
+    writeFileSync(join(outside, 'evil.md'), `---\nname: evil\ndescription: ${SECRET}\n---\n${SECRET}\n`);
+    symlinkSync(join(outside, 'evil.md'), join(sb.root, 'agents', 'evil.md'));
+
+    server = new RawServer({ env: sb.env, cwd: sb.project, args: ['--no-bundled'] });
+    await server.initialize();
+    const list = (await server.request('l', 'workflow_list', {})).result as Json;
+    expect(list.workflows.map((w: Json) => w.id)).toEqual(['inside-flow']);
+    const broken = Object.fromEntries(list.broken.map((b: Json) => [b.file.split('/').pop(), b]));
+    expect(Object.keys(broken).sort()).toEqual([
+      'cloned.yaml',
+      'outside-flow.json',
+      'relative.json',
+      'token.yaml',
+    ]);
+    for (const b of Object.values(broken) as Json[]) {
+      expect(b.violations).toEqual([expect.objectContaining({ rule: 'symlink' })]);
+      expect(b.id).toBeUndefined();
+    }
+    const get = await server.request('g', 'workflow_get', { id: 'outside-flow', view: 'source' });
+    expect((get.error as Json).code).toBe(-32001);
+    const manifest = await server.request('m', 'resources/read', {
+      uri: 'workflowlookup://authoring/manifests/outside-flow',
+    });
+    expect(manifest.error).toBeDefined();
+    const resources = await server.request('r', 'resources/read', {
+      uri: 'workflowlookup://authoring/manifests',
+    });
+    const persona = await server.request('p', 'workflow_validate_manifest', {
+      manifest: JSON.parse(
+        definition('uses-evil', 'x', { steps: [{ id: 'a-step', title: 't', prompt: 'p', agent: 'evil' }] }),
+      ),
+    });
+    expect((persona.result as Json).warnings).toEqual([expect.objectContaining({ rule: 'unknownAgent' })]);
+    expect(server.lines.join('\n')).not.toContain(SECRET);
+    expect(JSON.stringify(resources)).not.toContain(SECRET);
+  });
+
+  it('a file in a source that is not a workflow is reported without quoting it', async () => {
+    sb = sandbox();
+    writeFileSync(
+      join(sb.runtime, 'passwd.yaml'),
+      `root:x:0:0:${SECRET}:/root:/bin/bash\ndaemon:x:1:1::/:/bin/sh\n`,
+    );
+    writeFileSync(join(sb.runtime, 'secret.json'), `${SECRET}\n`);
+    writeFileSync(join(sb.runtime, 'hex.yaml'), `${'c0ffee'.repeat(10)}\n`);
+    const res = await listFrom({}, ['--no-bundled']);
+    expect(res.broken.map((b: Json) => b.violations[0].rule).sort()).toEqual(['syntax', 'type', 'type']);
+    expect(JSON.stringify(res)).not.toContain(SECRET);
+    expect(JSON.stringify(res)).not.toContain('c0ffee');
+  });
+
+  it('every source applies the env allow-list: a project file reading a secret is broken (#15 item 2)', async () => {
+    sb = sandbox({ WORKFLOWLOOKUP_ALLOWED_ENV: 'RELEASE_NAME', RELEASE_NAME: 'v9', API_SECRET: SECRET });
+    const project = join(sb.project, '.workflowlookup', 'workflows');
+    mkdirSync(project, { recursive: true });
+    const prompt = (ref: string) => ({
+      steps: [{ id: 'only-step', title: 'Only', prompt: `Use \${{ env.${ref} }}` }],
+    });
+    writeFileSync(join(project, 'leaks.json'), definition('leaky-flow', 'Leaks', prompt('API_SECRET')));
+    writeFileSync(join(project, 'fine.json'), definition('fine-flow', 'Fine', prompt('RELEASE_NAME')));
+    const res = await listFrom({}, ['--no-bundled']);
+    expect(res.workflows.map((w: Json) => w.id)).toEqual(['fine-flow']);
+    expect(res.broken).toEqual([
+      expect.objectContaining({
+        source: 'project',
+        id: 'leaky-flow',
+        violations: [
+          expect.objectContaining({ path: '/steps/0/prompt', rule: 'templateReference', line: 1 }),
+        ],
+      }),
+    ]);
+    const next = await (server as RawServer).request('n', 'workflow_next', {
+      workflowId: 'leaky-flow',
+      completedSteps: [],
+    });
+    expect((next.error as Json).code).toBe(-32002);
+    const fine = await (server as RawServer).request('f', 'workflow_next', {
+      workflowId: 'fine-flow',
+      completedSteps: [],
+    });
+    expect(JSON.stringify(fine.result)).toContain('Use v9');
+    expect((server as RawServer).lines.join('\n')).not.toContain(SECRET);
   });
 });

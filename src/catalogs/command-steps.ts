@@ -2,9 +2,9 @@ import { type Context, evaluateCondition } from '../engine/conditions.js';
 import { fail } from '../engine/errors.js';
 import { render, TemplateError, type TemplateScope } from '../engine/templating.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
-import type { CommandStep } from '../workflows/model.js';
-import type { CatalogRegistry } from './catalog-registry.js';
-import { CommandFailure, type CommandResult, callCommand, DEFAULT_TIMEOUT_MS } from './http-runner.js';
+import type { CommandStep } from '../model/workflow.js';
+import type { CatalogService } from './catalog-service.js';
+import { CommandFailure, type CommandResult, DEFAULT_TIMEOUT_MS, type HttpCall } from './http-runner.js';
 
 export function durationMs(value: number | string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
@@ -15,8 +15,35 @@ export function durationMs(value: number | string | undefined, fallback: number)
   return m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : n * 60_000;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const RETRYABLE = new Set(['timeout', 'network', 'http_status']);
+const DEFAULT_REPEAT_TIMEOUT_MS = 60_000;
+
+/** Waits, or rejects early when the signal aborts (so a cancelled run stops polling at once). */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(done, ms);
+    function done() {
+      signal?.removeEventListener('abort', aborted);
+      resolve();
+    }
+    function aborted() {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    }
+    signal?.addEventListener('abort', aborted, { once: true });
+  });
+}
+
+export interface RunOptions {
+  executionId?: string;
+  /** Aborts the request in flight and any pending poll. */
+  signal?: AbortSignal;
+  /** Told before each poll after the first. */
+  onProgress?: (message: string) => void;
+  /** Told about every HTTP request made (retries and polls included). */
+  onRequest?: (call: HttpCall & { poll: number }) => void;
+}
 
 export interface StepRun extends CommandResult {
   command: string;
@@ -25,22 +52,27 @@ export interface StepRun extends CommandResult {
 
 /**
  * Runs command steps for the engine: resolves `run` against the enabled catalogs, renders `with` and
- * `body`, calls the API (retries, timeouts, host pinning in the HTTP runner), polls for `repeat`, and
- * checks `output_contract`. Failures become `command_failed` domain errors with a safe payload.
+ * `body`, calls the API through the catalog service (host policy, credential binding, retries,
+ * timeouts, and outputs with every credential scrubbed out), polls for `repeat`, and checks
+ * `output_contract`. Failures become `command_failed` domain errors with a safe payload.
  */
 export class CommandStepRunner {
   constructor(
-    private readonly catalogs: CatalogRegistry,
+    private readonly catalogs: CatalogService,
     private readonly engine: ValidationEngine,
-    private readonly env: NodeJS.ProcessEnv,
   ) {}
 
+  /**
+   * Runs one command step. `idempotencyKey` names the logical call: every attempt (retries, resumes, other
+   * processes) sends it unchanged; each poll of a `repeat` is its own call with a `:poll-N` suffix.
+   */
   async run(
     step: CommandStep,
     scope: TemplateScope,
     idempotencyKey: string,
-    executionId?: string,
+    options: RunOptions = {},
   ): Promise<StepRun> {
+    const { executionId, signal } = options;
     await Promise.all([this.catalogs.ready(), this.engine.load()]);
     const failed = (
       reason: string,
@@ -60,7 +92,7 @@ export class CommandStepRunner {
           RETRYABLE.has(reason) &&
           (extra.status === undefined || extra.status >= 500 || extra.status === 429),
       });
-    const found = this.catalogs.command(step.run);
+    const found = await this.catalogs.resolve(step.run);
     if (!found) return failed('unknown_command', `no enabled catalog provides "${step.run}"`);
     let params: Record<string, unknown>;
     let body: unknown;
@@ -73,7 +105,9 @@ export class CommandStepRunner {
     }
     const timeoutMs = durationMs(step.timeout, DEFAULT_TIMEOUT_MS);
     const repeat = step.repeat;
-    const deadline = repeat ? Date.now() + durationMs(repeat.timeout, 60_000) : Number.POSITIVE_INFINITY;
+    const deadline = repeat
+      ? Date.now() + durationMs(repeat.timeout, DEFAULT_REPEAT_TIMEOUT_MS)
+      : Number.POSITIVE_INFINITY;
     const maxPolls = repeat?.max_attempts ?? 1;
     let result: CommandResult | undefined;
     let polls = 0;
@@ -81,12 +115,15 @@ export class CommandStepRunner {
       polls++;
       const remaining = deadline - Date.now();
       try {
-        result = await callCommand(found.catalog.config, found.command, {
+        result = await this.catalogs.call(found.catalog, found.command, {
           params,
           body,
           timeoutMs: Math.max(1, Math.min(timeoutMs, remaining)),
-          idempotencyKey: `${idempotencyKey}-${polls}`,
-          env: this.env,
+          idempotencyKey: repeat ? `${idempotencyKey}:poll-${polls}` : idempotencyKey,
+          ...(signal ? { signal } : {}),
+          ...(options.onRequest
+            ? { onRequest: (call: HttpCall) => options.onRequest?.({ ...call, poll: polls }) }
+            : {}),
         });
       } catch (error) {
         if (error instanceof CommandFailure) {
@@ -107,11 +144,18 @@ export class CommandStepRunner {
       }
       const wait = durationMs(repeat.every, 1000);
       if (Date.now() + wait >= deadline) {
-        return failed('timeout', `repeat timed out after ${durationMs(repeat.timeout, 60_000)} ms`, {
-          payload: result.output,
-        });
+        return failed(
+          'timeout',
+          `repeat timed out after ${durationMs(repeat.timeout, DEFAULT_REPEAT_TIMEOUT_MS)} ms`,
+          { payload: result.output },
+        );
       }
-      await sleep(wait);
+      options.onProgress?.(`${step.id}: condition not met after poll ${polls}; polling again in ${wait} ms`);
+      try {
+        await sleep(wait, signal);
+      } catch {
+        return failed('cancelled', 'cancelled while polling');
+      }
     }
     if (step.output_contract) {
       const problems = this.engine.schemaErrors(step.output_contract, result.output);

@@ -1,4 +1,14 @@
-import type { CatalogCommand } from './openapi-import.js';
+import {
+  type CatalogAuth,
+  CredentialProblem,
+  credentialHeaders,
+  originOf,
+  originSetting,
+  Scrubber,
+} from './credentials.js';
+import { BodyTooLarge, type HttpAnswer, send } from './guarded-http.js';
+import { HostPolicy, HostRefused } from './host-policy.js';
+import type { CatalogCommand } from './openapi-plan.js';
 
 /** What the runner needs of a catalog: where it lives and how it authenticates. */
 export interface RunnableCatalog {
@@ -7,11 +17,10 @@ export interface RunnableCatalog {
   auth: CatalogAuth | null;
 }
 
-/** Credentials come from environment variables named here; their values are never echoed. */
-export type CatalogAuth =
-  | { type: 'bearer'; token_env: string }
-  | { type: 'basic'; username_env: string; password_env: string }
-  | { type: 'api_key'; header: string; value_env: string };
+/** A catalog ready to call: the origin its credential may be sent to (null: none, until a person binds it). */
+export interface CallTarget extends RunnableCatalog {
+  credential_origin: string | null;
+}
 
 export type CommandFailureReason =
   | 'missing_parameter'
@@ -21,7 +30,9 @@ export type CommandFailureReason =
   | 'network'
   | 'invalid_json'
   | 'redirect'
-  | 'host';
+  | 'host'
+  | 'response_too_large'
+  | 'cancelled';
 
 /** A failed call, with a payload that is safe to show (truncated, credentials scrubbed). */
 export class CommandFailure extends Error {
@@ -38,9 +49,22 @@ export class CommandFailure extends Error {
 
 export interface CommandResult {
   status: number;
+  /** The response body (parsed when JSON), with every credential scrubbed out. */
   output: unknown;
   attempts: number;
   duration_ms: number;
+}
+
+/** One HTTP request as the dashboard shows it: the URL without credentials. */
+export interface HttpCall {
+  method: string;
+  url: string;
+  /** Null when no response came (timeout, network error). */
+  status: number | null;
+  duration_ms: number;
+  /** 1-based; retries count up. */
+  attempt: number;
+  error?: string;
 }
 
 export interface CallOptions {
@@ -49,61 +73,59 @@ export interface CallOptions {
   timeoutMs: number;
   idempotencyKey: string;
   env: NodeJS.ProcessEnv;
+  /** Which hosts may be called (default: public addresses only). */
+  policy?: HostPolicy;
+  /** Other configured secrets to scrub from the answer besides this catalog's own credential. */
+  secrets?: readonly string[];
   /** Retries for idempotent methods (default 3 attempts in all). */
   maxAttempts?: number;
-  fetchImpl?: typeof fetch;
+  /** Cancels the call: the request in flight is aborted and no retry follows. */
+  signal?: AbortSignal;
+  /** Told about every request made (each retry is one), for the record. */
+  onRequest?: (call: HttpCall) => void;
 }
 
 const MAX_REDIRECTS = 3;
 const MAX_PAYLOAD_CHARS = 2000;
 export const DEFAULT_TIMEOUT_MS = 10_000;
 const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+const PUBLIC_ONLY = new HostPolicy();
 
-function credentials(
-  catalog: RunnableCatalog,
-  env: NodeJS.ProcessEnv,
-): { headers: Record<string, string>; secrets: string[] } {
-  const auth = catalog.auth;
-  if (auth === null) return { headers: {}, secrets: [] };
-  const need = (name: string) => {
-    const value = env[name];
-    if (value === undefined || value === '') {
-      throw new CommandFailure(
-        `catalog "${catalog.id}" needs the environment variable ${name} (${auth.type} credential), which is not set`,
-        'missing_credential',
-      );
-    }
-    return value;
-  };
-  if (auth.type === 'bearer') {
-    const token = need(auth.token_env);
-    return { headers: { authorization: `Bearer ${token}` }, secrets: [token] };
-  }
-  if (auth.type === 'basic') {
-    const user = need(auth.username_env);
-    const pass = need(auth.password_env);
-    const encoded = Buffer.from(`${user}:${pass}`).toString('base64');
-    return { headers: { authorization: `Basic ${encoded}` }, secrets: [pass, encoded] };
-  }
-  const value = need(auth.value_env);
-  return { headers: { [auth.header.toLowerCase()]: value }, secrets: [value] };
-}
-
-/** Replaces every credential value in a text with ***. */
-export function scrub(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s.length >= 4) out = out.split(s).join('***');
-  return out;
-}
-
-function safePayload(body: string, secrets: readonly string[]): unknown {
-  const clean = scrub(body, secrets);
-  const cut = clean.length > MAX_PAYLOAD_CHARS ? `${clean.slice(0, MAX_PAYLOAD_CHARS)}… (truncated)` : clean;
+function safePayload(body: string, scrubber: Scrubber): unknown {
+  const cut = body.length > MAX_PAYLOAD_CHARS ? `${body.slice(0, MAX_PAYLOAD_CHARS)}… (truncated)` : body;
+  let value: unknown;
   try {
-    return JSON.parse(cut);
+    value = JSON.parse(cut);
   } catch {
-    return cut;
+    value = cut;
   }
+  // Scrubbed after the cut too, so a secret split by the cut leaves no readable half.
+  return scrubber.value(value);
+}
+
+/** The catalog's base URL as a directory: every request and redirect must stay under it. */
+function baseOf(catalog: RunnableCatalog): URL {
+  return new URL(catalog.base_url.endsWith('/') ? catalog.base_url : `${catalog.base_url}/`);
+}
+
+function under(url: URL, base: URL): boolean {
+  return (
+    url.origin === base.origin &&
+    (url.pathname.startsWith(base.pathname) || `${url.pathname}/` === base.pathname)
+  );
+}
+
+const SECRET_PARAM = /key|token|secret|pass|auth|sig|credential|session|cookie/i;
+
+/** A URL fit to record: no user info, secret-looking query values and credential values replaced. */
+export function safeUrl(url: URL, scrubber?: Scrubber): string {
+  const copy = new URL(url.href);
+  copy.username = '';
+  copy.password = '';
+  for (const name of [...new Set(copy.searchParams.keys())]) {
+    if (SECRET_PARAM.test(name)) copy.searchParams.set(name, '***');
+  }
+  return scrubber ? scrubber.text(copy.href) : copy.href;
 }
 
 /** The request URL: only ever under the catalog's base URL. */
@@ -112,7 +134,7 @@ export function buildUrl(
   command: CatalogCommand,
   params: Record<string, unknown>,
 ): URL {
-  const base = new URL(catalog.base_url.endsWith('/') ? catalog.base_url : `${catalog.base_url}/`);
+  const base = baseOf(catalog);
   let path = command.path;
   for (const p of command.parameters) {
     const value = params[p.name];
@@ -128,7 +150,7 @@ export function buildUrl(
     if (p.in === 'path') path = path.replaceAll(`{${p.name}}`, encodeURIComponent(String(value)));
   }
   const url = new URL(path.replace(/^\//, ''), base);
-  if (url.origin !== base.origin || !url.pathname.startsWith(base.pathname)) {
+  if (!under(url, base)) {
     throw new CommandFailure(`refusing to call ${url.origin}${url.pathname}: outside ${base.href}`, 'host');
   }
   for (const p of command.parameters) {
@@ -139,31 +161,55 @@ export function buildUrl(
   return url;
 }
 
+/** Refuses to send a credential anywhere but the origin a person bound it to. */
+function checkBinding(catalog: CallTarget): void {
+  if (catalog.auth === null) return;
+  const origin = originOf(catalog.base_url);
+  if (origin !== undefined && origin === catalog.credential_origin) return;
+  throw new CredentialProblem(
+    `catalog "${catalog.id}" has a credential bound to ${catalog.credential_origin ?? 'no origin'}, but its base URL is now on ${origin ?? catalog.base_url} (credential_unbound): the credential is not sent there until a person re-binds it, by setting ${originSetting(catalog.id)}=${origin ?? '<origin>'} in the server's environment or by re-importing the catalog from a client that asks the user (elicitation)`,
+    'unbound',
+  );
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Calls one catalog command over HTTP: only the catalog's host, same-host redirects only, a timeout per
- * request, retries with backoff for idempotent methods on network errors, timeouts, 429 and 5xx, and an
- * `Idempotency-Key` on every request.
+ * Calls one catalog command over HTTP: only the catalog's base URL (redirects only under it), public
+ * hosts unless allowed, the credential only to the origin it is bound to, a timeout per request,
+ * retries with backoff for idempotent methods on network errors, timeouts, 429 and 5xx, and an
+ * `Idempotency-Key` on every request. Every credential is scrubbed from what comes back.
  */
 export async function callCommand(
-  catalog: RunnableCatalog,
+  catalog: CallTarget,
   command: CatalogCommand,
   options: CallOptions,
 ): Promise<CommandResult> {
   const started = Date.now();
-  const { headers: authHeaders, secrets } = credentials(catalog, options.env);
-  let url = buildUrl(catalog, command, options.params);
+  let authHeaders: Record<string, string>;
+  let scrubber: Scrubber;
+  try {
+    checkBinding(catalog);
+    const credential = credentialHeaders(catalog.id, catalog.auth, options.env);
+    authHeaders = credential.headers;
+    scrubber = new Scrubber([...credential.secrets, ...(options.secrets ?? [])]);
+  } catch (error) {
+    if (error instanceof CredentialProblem) throw new CommandFailure(error.message, 'missing_credential');
+    throw error;
+  }
+  const base = baseOf(catalog);
+  const firstUrl = buildUrl(catalog, command, options.params);
   const headers: Record<string, string> = {
     accept: 'application/json',
     'idempotency-key': options.idempotencyKey,
-    ...authHeaders,
   };
   for (const p of command.parameters) {
     const value = options.params[p.name];
     if (p.in === 'header' && value !== undefined && value !== null)
       headers[p.name.toLowerCase()] = String(value);
   }
+  // Set last so a header parameter cannot replace (or remove) the credential.
+  Object.assign(headers, authHeaders);
   let body: string | undefined;
   if (options.body !== undefined && command.method !== 'GET' && command.method !== 'HEAD') {
     body = JSON.stringify(options.body);
@@ -171,52 +217,71 @@ export async function callCommand(
   } else if (command.body_required) {
     throw new CommandFailure(`${command.name} needs a request body`, 'missing_parameter');
   }
-  const doFetch = options.fetchImpl ?? fetch;
+  const policy = options.policy ?? PUBLIC_ONLY;
   const attemptsAllowed = command.idempotent ? (options.maxAttempts ?? 3) : 1;
   let lastFailure: CommandFailure | undefined;
   for (let attempt = 1; attempt <= attemptsAllowed; attempt++) {
+    const signal = options.signal
+      ? AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)])
+      : AbortSignal.timeout(options.timeoutMs);
+    const attemptStarted = Date.now();
+    let url = firstUrl;
+    let recorded = false;
+    const record = (status: number | null, error?: string) => {
+      if (recorded) return;
+      recorded = true;
+      options.onRequest?.({
+        method: command.method,
+        url: safeUrl(url, scrubber),
+        status,
+        duration_ms: Date.now() - attemptStarted,
+        attempt,
+        ...(error !== undefined ? { error } : {}),
+      });
+    };
     try {
-      let response: Response | undefined;
       let method: string = command.method;
       let requestBody = body;
+      let res: HttpAnswer;
       for (let hop = 0; ; hop++) {
-        response = await doFetch(url, {
+        res = await send(url, {
           method,
           headers,
           ...(requestBody !== undefined ? { body: requestBody } : {}),
-          redirect: 'manual',
-          signal: AbortSignal.timeout(options.timeoutMs),
+          signal,
+          policy,
         });
-        if (response.status < 300 || response.status >= 400) break;
-        const location = response.headers.get('location');
-        await response.body?.cancel();
-        if (location === null) break;
+        const location = res.status >= 300 && res.status < 400 ? res.header('location') : undefined;
+        if (location === undefined) break;
+        res.discard();
         const next = new URL(location, url);
-        if (next.origin !== url.origin) {
+        if (!under(next, base)) {
           throw new CommandFailure(
-            `refused a redirect from ${url.origin} to another host (${next.origin})`,
+            next.origin === url.origin
+              ? `refused a redirect from ${url.pathname} to ${next.pathname}, outside the catalog's base URL ${base.href}`
+              : `refused a redirect from ${url.origin} to another host (${next.origin})`,
             'redirect',
-            response.status,
+            res.status,
           );
         }
-        if (hop >= MAX_REDIRECTS) throw new CommandFailure('too many redirects', 'redirect', response.status);
-        if (response.status === 303) {
+        if (hop >= MAX_REDIRECTS) throw new CommandFailure('too many redirects', 'redirect', res.status);
+        if (res.status === 303) {
           method = 'GET';
           requestBody = undefined;
         }
         url = next;
       }
-      const res = response as Response;
-      const raw = await readLimited(res);
+      const raw = await readBody(res);
+      record(res.status);
       if (res.status === 429 || res.status >= 500) {
         lastFailure = new CommandFailure(
           `${command.method} ${command.path} answered ${res.status}`,
           'http_status',
           res.status,
-          safePayload(raw, secrets),
+          safePayload(raw, scrubber),
         );
         if (attempt < attemptsAllowed) {
-          const retryAfter = Number(res.headers.get('retry-after'));
+          const retryAfter = Number(res.header('retry-after'));
           await sleep(
             Number.isFinite(retryAfter) && retryAfter > 0
               ? Math.min(retryAfter * 1000, 2000)
@@ -231,11 +296,11 @@ export async function callCommand(
           `${command.method} ${command.path} answered ${res.status}`,
           'http_status',
           res.status,
-          safePayload(raw, secrets),
+          safePayload(raw, scrubber),
         );
       }
       let output: unknown = raw === '' ? null : raw;
-      if (raw !== '' && (res.headers.get('content-type') ?? '').includes('json')) {
+      if (raw !== '' && (res.header('content-type') ?? '').includes('json')) {
         try {
           output = JSON.parse(raw);
         } catch (error) {
@@ -243,21 +308,37 @@ export async function callCommand(
             `${command.method} ${command.path} returned invalid JSON (${(error as Error).message})`,
             'invalid_json',
             res.status,
-            safePayload(raw, secrets),
+            safePayload(raw, scrubber),
           );
         }
       }
-      return { status: res.status, output, attempts: attempt, duration_ms: Date.now() - started };
+      return {
+        status: res.status,
+        output: scrubber.value(output),
+        attempts: attempt,
+        duration_ms: Date.now() - started,
+      };
     } catch (error) {
-      if (error instanceof CommandFailure) throw error;
-      const timedOut = (error as Error).name === 'TimeoutError' || (error as Error).name === 'AbortError';
+      if (error instanceof CommandFailure) {
+        record(error.status ?? null, error.message);
+        throw error;
+      }
+      if (error instanceof HostRefused) {
+        record(null, 'host');
+        throw new CommandFailure(error.message, 'host');
+      }
+      record(null, options.signal?.aborted ? 'cancelled' : (error as Error).name);
+      if (options.signal?.aborted) {
+        throw new CommandFailure(`${command.method} ${command.path} was cancelled`, 'cancelled');
+      }
+      const timedOut = signal.aborted;
       lastFailure = timedOut
         ? new CommandFailure(
             `${command.method} ${command.path} timed out after ${options.timeoutMs} ms`,
             'timeout',
           )
         : new CommandFailure(
-            `${command.method} ${command.path} failed: ${scrub(String((error as Error).cause ?? (error as Error).message), secrets)}`,
+            `${command.method} ${command.path} failed: ${scrubber.text(String((error as Error).message))}`,
             'network',
           );
       if (attempt < attemptsAllowed) {
@@ -270,20 +351,17 @@ export async function callCommand(
   throw lastFailure ?? new CommandFailure('no attempt was made', 'network');
 }
 
-async function readLimited(res: Response): Promise<string> {
-  const reader = res.body?.getReader();
-  if (!reader) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_RESPONSE_BYTES) {
-      await reader.cancel();
-      throw new CommandFailure(`response larger than ${MAX_RESPONSE_BYTES} bytes`, 'http_status', res.status);
+async function readBody(res: HttpAnswer): Promise<string> {
+  try {
+    return (await res.read(MAX_RESPONSE_BYTES)).toString('utf8');
+  } catch (error) {
+    if (error instanceof BodyTooLarge) {
+      throw new CommandFailure(
+        `response larger than ${MAX_RESPONSE_BYTES} bytes`,
+        'response_too_large',
+        res.status,
+      );
     }
-    chunks.push(value);
+    throw error;
   }
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -1,32 +1,39 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import {
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  type WriteStream,
+  writeFileSync,
+} from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import { type ConfigOptions, loadConfig } from '../config.js';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { createApp } from '../app.js';
+import {
+  type Config,
+  ConfigError,
+  type ConfigOptions,
+  checkSharedSecret,
+  ENVIRONMENT,
+  type HttpFlags,
+  loadConfig,
+  loadHttpSettings,
+  parsePort,
+} from '../config.js';
 import { ValidationEngine } from '../engine/validation-engine.js';
-import { runStdioServer } from '../protocol/serve-stdio.js';
-import { workflowJsonSchema } from '../workflows/model.js';
-import { formatOf, parseDefinition, type SyntaxViolation } from '../workflows/parse.js';
-import { MAX_DEFINITION_BYTES, WorkflowRegistry } from '../workflows/registry.js';
-import { validateDefinition } from '../workflows/validate-definition.js';
-
-const HELP = `workflowlookup - MCP server that keeps coding agents on the rails of multi-step workflows
-
-Usage:
-  workflowlookup [serve] [options]     run the MCP server on stdio (the default)
-  workflowlookup list [--json]         list the workflows every source provides
-  workflowlookup validate <files...>   validate workflow files (exit 1 on any violation)
-  workflowlookup init                  create ./.workflowlookup/workflows with a sample workflow
-  workflowlookup sources               show the sources and which one each workflow comes from
-  workflowlookup schema                print the workflow JSON Schema
-  workflowlookup --help | --version
-
-Options:
-  --no-bundled    leave out the bundled workflows   (env WORKFLOWLOOKUP_INCLUDE_BUNDLED=false)
-  --no-user       leave out ~/.workflowlookup/workflows (env WORKFLOWLOOKUP_INCLUDE_USER=false)
-  --no-project    leave out ./.workflowlookup/workflows (env WORKFLOWLOOKUP_INCLUDE_PROJECT=false)
-  --tools LIST    tool groups to expose: guidance,executions,authoring,automation or all (env WORKFLOWLOOKUP_TOOLS)
-
-Environment: WORKFLOW_STORAGE_PATH, WORKFLOWLOOKUP_WORKFLOWS_PATH, WORKFLOWLOOKUP_CONFIG_PATH,
-WORKFLOWLOOKUP_MAX_MESSAGE_BYTES (see README).`;
+import type { Violation } from '../model/violation.js';
+import { workflowJsonSchema } from '../model/workflow.js';
+import { DATABASE_FILE, refuseDamagedFile, StoreFileError } from '../store/sqlite/sqlite-file.js';
+import { addToken, listTokens, parseScopes, removeToken } from '../transports/http-auth.js';
+import { serveAppOnStdio } from '../transports/stdio.js';
+import { type CheckPolicy, type CheckReport, checkDefinition, oversize } from '../workflows/check.js';
+import { type DefinitionFormat, formatOf } from '../workflows/parse.js';
+import { PersonaRegistry } from '../workflows/personas.js';
+import { WorkflowRegistry } from '../workflows/registry.js';
+import { COMMAND_SPECS, type CommandSpec, optionLines, TITLE } from './commands.js';
 
 const SAMPLE = `# A sample workflow. Edit it, then run: workflowlookup validate .workflowlookup/workflows/*.yaml
 id: my-first-workflow
@@ -58,80 +65,107 @@ steps:
         message: Report that the tests pass
 `;
 
-function parseArgs(argv: string[]): {
-  command: string;
-  rest: string[];
-  options: ConfigOptions;
-  json: boolean;
-} {
-  const options: ConfigOptions = {};
-  const rest: string[] = [];
-  let json = false;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (arg === '--tools') options.tools = argv[++i] ?? '';
-    else if (arg.startsWith('--tools=')) options.tools = arg.slice('--tools='.length);
-    else if (arg === '--no-bundled') options.includeBundled = false;
-    else if (arg === '--no-user') options.includeUser = false;
-    else if (arg === '--no-project') options.includeProject = false;
-    else if (arg === '--json') json = true;
-    else rest.push(arg);
-  }
-  const command = rest.shift() ?? 'serve';
-  return { command, rest, options, json };
-}
-
-function printViolation(v: SyntaxViolation): string {
+function printViolation(v: Violation, prefix = ''): string {
   const where = v.line !== undefined ? ` (line ${v.line}, column ${v.column ?? 0})` : '';
   const detail = [v.expected ? `expected ${v.expected}` : '', v.actual ? `got ${v.actual}` : '']
     .filter(Boolean)
     .join(', ');
-  return `  ${v.path || '(root)'}${where}: ${v.message} [${v.rule}]${detail ? ` (${detail})` : ''}`;
+  return `  ${prefix}${v.path || '(root)'}${where}: ${v.message} [${v.rule}]${detail ? ` (${detail})` : ''}`;
 }
 
-/** Everything wrong with one definition file: syntax, schema, semantics and unevaluable criteria. */
-async function fileViolations(file: string, engine: ValidationEngine): Promise<SyntaxViolation[]> {
+/** The policy the server applies (same engine kind, env allow-list and personas), for the CLI's checks. */
+async function serverPolicy(config: Config): Promise<CheckPolicy & { engine: ValidationEngine }> {
+  const personas = new PersonaRegistry(config.agentDirs);
+  await personas.ready();
+  personas.close();
+  return {
+    engine: new ValidationEngine(),
+    allowedEnv: config.allowedEnvNames,
+    knownAgents: new Set(personas.list().map((p) => p.name)),
+  };
+}
+
+type FileReport = Pick<CheckReport, 'valid' | 'errors' | 'warnings'> & {
+  format?: DefinitionFormat;
+  id?: string;
+};
+
+/** One file named on the command line, through the one check every path uses (`authoring` level). */
+async function checkFile(file: string, policy: CheckPolicy): Promise<FileReport> {
+  const invalid = (violation: Violation): FileReport => ({ valid: false, errors: [violation], warnings: [] });
   const format = formatOf(file);
   if (format === undefined)
-    return [{ path: '', rule: 'format', message: 'file must end in .json, .yaml or .yml' }];
-  if (!existsSync(file)) return [{ path: '', rule: 'exists', message: 'file not found' }];
-  const text = readFileSync(file, 'utf8');
-  if (Buffer.byteLength(text) > MAX_DEFINITION_BYTES) {
-    return [{ path: '', rule: 'maxFileSize', message: `larger than ${MAX_DEFINITION_BYTES} bytes` }];
-  }
-  const parsed = await parseDefinition(text, format);
-  if (!parsed.ok) return parsed.violations;
-  const result = validateDefinition(parsed.data);
-  return result.ok ? engine.checkWorkflow(result.workflow) : result.violations;
+    return invalid({ path: '', rule: 'format', message: 'file must end in .json, .yaml or .yml' });
+  const info = await stat(file).catch(() => undefined);
+  if (info === undefined) return invalid({ path: '', rule: 'exists', message: 'file not found' });
+  if (!info.isFile()) return invalid({ path: '', rule: 'exists', message: 'not a regular file' });
+  const big = oversize(info.size);
+  if (big) return { ...invalid(big), format };
+  const report = await checkDefinition({ text: await readFile(file), format }, 'authoring', policy);
+  return {
+    valid: report.valid,
+    format,
+    ...(report.id !== undefined ? { id: report.id } : {}),
+    errors: report.errors,
+    warnings: report.warnings,
+  };
 }
 
-async function validateFiles(files: string[]): Promise<number> {
+async function validateFiles(files: string[], options: ConfigOptions, json: boolean): Promise<number> {
   if (files.length === 0) {
     process.stderr.write('validate: name at least one workflow file\n');
     return 2;
   }
-  const engine = new ValidationEngine();
-  await engine.load();
-  let failures = 0;
-  for (const file of files) {
-    const violations = await fileViolations(file, engine);
-    if (violations.length === 0) {
-      process.stdout.write(`ok    ${file}\n`);
-    } else {
-      failures++;
-      process.stdout.write(`FAIL  ${file}\n${violations.map(printViolation).join('\n')}\n`);
-    }
+  const policy = await serverPolicy(loadConfig(options));
+  const reports: (FileReport & { file: string })[] = [];
+  for (const file of files) reports.push({ file, ...(await checkFile(file, policy)) });
+  const failures = reports.filter((r) => !r.valid).length;
+  if (json) {
+    process.stdout.write(
+      `${JSON.stringify({ files: reports, valid: files.length - failures, invalid: failures }, null, 2)}\n`,
+    );
+    return failures > 0 ? 1 : 0;
+  }
+  for (const r of reports) {
+    const lines = [
+      ...r.errors.map((v) => printViolation(v)),
+      ...r.warnings.map((v) => printViolation(v, 'warning: ')),
+    ];
+    process.stdout.write(`${r.valid ? 'ok  ' : 'FAIL'}  ${r.file}\n${lines.map((l) => `${l}\n`).join('')}`);
   }
   process.stdout.write(`${files.length - failures} valid, ${failures} invalid\n`);
   return failures > 0 ? 1 : 0;
 }
 
-async function list(options: ConfigOptions, json: boolean): Promise<number> {
-  const registry = new WorkflowRegistry(loadConfig(options).sources);
+/** The registry the server would build, with the same check policy. */
+async function loadRegistry(config: Config, policy: CheckPolicy & { engine: ValidationEngine }) {
+  const registry = new WorkflowRegistry(config.sources, {
+    engine: policy.engine,
+    allowedEnv: config.allowedEnvNames,
+  });
   await registry.ready();
+  return registry;
+}
+
+async function list(options: ConfigOptions, json: boolean): Promise<number> {
+  const config = loadConfig(options);
+  const policy = await serverPolicy(config);
+  const registry = await loadRegistry(config, policy);
   const { workflows, broken } = registry.list();
   if (json) {
-    process.stdout.write(`${JSON.stringify({ workflows, broken }, null, 2)}\n`);
+    // Warnings of every file read (workflow_validate_manifest would report the same ones).
+    const warnings: { file: string; source: string; id?: string; warnings: Violation[] }[] = [];
+    for (const entry of registry.filesOf()) {
+      const report = await registry.report(entry, policy.knownAgents).catch(() => undefined);
+      if (report === undefined || report.warnings.length === 0) continue;
+      warnings.push({
+        file: entry.file,
+        source: entry.source,
+        ...(report.id !== undefined ? { id: report.id } : {}),
+        warnings: report.warnings,
+      });
+    }
+    process.stdout.write(`${JSON.stringify({ workflows, broken, warnings }, null, 2)}\n`);
     return 0;
   }
   const width = Math.max(2, ...workflows.map((w) => w.id.length));
@@ -142,7 +176,7 @@ async function list(options: ConfigOptions, json: boolean): Promise<number> {
   }
   for (const b of broken) {
     process.stdout.write(
-      `broken: ${b.file}${b.id ? ` (${b.id})` : ''}\n${b.violations.map(printViolation).join('\n')}\n`,
+      `broken: ${b.file}${b.id ? ` (${b.id})` : ''}\n${b.violations.map((v) => printViolation(v)).join('\n')}\n`,
     );
   }
   return 0;
@@ -150,8 +184,7 @@ async function list(options: ConfigOptions, json: boolean): Promise<number> {
 
 async function sources(options: ConfigOptions): Promise<number> {
   const config = loadConfig(options);
-  const registry = new WorkflowRegistry(config.sources);
-  await registry.ready();
+  const registry = await loadRegistry(config, await serverPolicy(config));
   process.stdout.write('Sources, lowest precedence first:\n');
   for (const s of config.sources) {
     process.stdout.write(`  ${s.kind.padEnd(8)} ${s.dir}${existsSync(s.dir) ? '' : '  (missing)'}\n`);
@@ -181,51 +214,333 @@ function init(): number {
   return 0;
 }
 
-async function main(argv: string[]): Promise<number | undefined> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
+/**
+ * Serves MCP until the clients leave or a signal arrives: stdio by default, Streamable HTTP with
+ * `--http`, both with `--http --stdio`. Exits once everything opened is closed and stdout drained.
+ */
+async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
+  const config = loadConfig(options);
+  checkSharedSecret(config);
+  refuseDamagedFile(join(config.dataDir, DATABASE_FILE));
+  const withHttp = flags.http === true;
+  const withStdio = !withHttp || flags.stdio === true;
+  const settings = withHttp ? loadHttpSettings(config, httpFlags(flags)) : undefined;
+  const app = createApp(config);
+  const stops: (() => void)[] = [];
+  const finished: Promise<void>[] = [];
+  if (settings) {
+    const { startHttp } = await import('../transports/http.js');
+    // The dashboard (and its pages) load only with --http, never on the stdio start-up path.
+    const dashboard = settings.dashboard
+      ? (await import('../dashboard/sign-in.js')).dashboardMount(app)
+      : undefined;
+    const http = await startHttp(app, settings, dashboard ? { mounts: { '/dashboard': dashboard } } : {});
+    process.stderr.write(
+      `workflowlookup ${config.version}: MCP over Streamable HTTP at ${http.url}\n${dashboard ? `workflowlookup: dashboard at ${new URL('/dashboard/', http.url)}\n` : ''}`,
+    );
+    let done: () => void = () => undefined;
+    finished.push(new Promise<void>((resolve) => (done = resolve)));
+    stops.push(() => void http.close().then(done, done));
+    app.warmUp();
   }
-  if (argv.includes('--version') || argv.includes('-v')) {
-    process.stdout.write(`${loadConfig().version}\n`);
-    return 0;
-  }
-  const { command, rest, options, json } = parseArgs(argv);
-  switch (command) {
-    case 'serve': {
-      const config = loadConfig(options);
-      const max = Number(process.env.WORKFLOWLOOKUP_MAX_MESSAGE_BYTES);
-      if (process.stdin.isTTY) {
-        process.stderr.write(
-          `workflowlookup ${config.version}: MCP server on stdio; waiting for a client (Ctrl-C to quit)\n`,
-        );
-      }
-      runStdioServer(config, Number.isInteger(max) && max > 0 ? { maxMessageBytes: max } : {});
-      return undefined;
+  if (withStdio) {
+    if (process.stdin.isTTY && !withHttp) {
+      process.stderr.write(
+        `workflowlookup ${config.version}: MCP server on stdio; waiting for a client (Ctrl-C to quit)\n`,
+      );
     }
-    case 'list':
-      return list(options, json);
-    case 'validate':
-      return validateFiles(rest);
-    case 'init':
-      return init();
-    case 'sources':
-      return sources(options);
-    case 'schema':
+    const stdio = serveAppOnStdio(app, { closeApp: !withHttp });
+    finished.push(stdio.done);
+    // With HTTP as well, the end of stdin ends only the stdio client's connection.
+    stops.push(stdio.stop);
+  }
+  const stop = () => {
+    for (const s of stops) s();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.stdout.on('error', () => undefined);
+  await Promise.all(finished);
+  await app.close();
+  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+  process.exit(0);
+}
+
+/**
+ * Serves the dashboard on 127.0.0.1 until SIGINT/SIGTERM, beside any servers on the same store: with
+ * SQLite, pages read through a read-only connection; pause, resume and abandon go through the service.
+ */
+async function dashboard(options: ConfigOptions, flags: Flags): Promise<number> {
+  const config = loadConfig(options);
+  checkSharedSecret(config);
+  const port = flags.port === undefined ? config.dashboardPort : parsePort(flags.port, '--port');
+  if (config.databaseUrl === undefined) refuseDamagedFile(join(config.dataDir, DATABASE_FILE));
+  const app = createApp(config);
+  app.warmUp();
+  // The app's store creates and migrates the store (and takes the actions); pages read beside it.
+  await app.services.executions();
+  const [{ createDashboard, serveDashboard }, { openReadOnlyQueries }] = await Promise.all([
+    import('../dashboard/dashboard.js'),
+    import('../dashboard/read-only.js'),
+  ]);
+  // With PostgreSQL, pages read through the app's own store, whose LISTEN/NOTIFY makes them live.
+  const reader = config.databaseUrl === undefined ? await openReadOnlyQueries(config.dataDir) : undefined;
+  const running = await serveDashboard(
+    createDashboard(app, reader ? { queries: async () => reader.queries } : {}),
+    port,
+  );
+  process.stdout.write(`workflowlookup dashboard: ${running.url} (Ctrl-C to stop)\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await running.close();
+  await reader?.close();
+  await app.close();
+  return 0;
+}
+
+/** The store a command acts on: `--store` (a data dir or postgres:// URL), else the configured one. */
+function storeTarget(options: ConfigOptions, flags: Flags): string {
+  const config = loadConfig(options);
+  return flags.store ?? config.databaseUrl ?? config.dataDir;
+}
+
+async function migrateCommand(options: ConfigOptions, flags: Flags): Promise<number> {
+  const { migrate } = await import('../store/open-store.js');
+  const version = await migrate(storeTarget(options, flags));
+  process.stdout.write(`schema version ${version}\n`);
+  return 0;
+}
+
+/** Every execution as JSON lines (one bundle each): to move between SQLite and PostgreSQL, or to back up. */
+async function exportCommand(options: ConfigOptions, flags: Flags): Promise<number> {
+  const [{ openExecutionStore }, { exportExecutions }] = await Promise.all([
+    import('../store/open-store.js'),
+    import('../store/transfer.js'),
+  ]);
+  const store = await openExecutionStore(storeTarget(options, flags));
+  const out = flags.out ? createWriteStream(flags.out, { mode: 0o600 }) : process.stdout;
+  let count = 0;
+  try {
+    for await (const bundle of exportExecutions(store)) {
+      if (!out.write(`${JSON.stringify(bundle)}\n`)) await once(out, 'drain');
+      count++;
+    }
+  } finally {
+    await store.close();
+    if (out !== process.stdout) await new Promise<void>((resolve) => (out as WriteStream).end(resolve));
+  }
+  process.stderr.write(`exported ${count} execution(s)\n`);
+  return 0;
+}
+
+async function importCommand(rest: string[], options: ConfigOptions, flags: Flags): Promise<number> {
+  const [file] = rest;
+  if (file === undefined) throw new UsageError('import', 'name the file that export wrote (or - for stdin)');
+  const [{ openExecutionStore }, { importExecutions }] = await Promise.all([
+    import('../store/open-store.js'),
+    import('../store/transfer.js'),
+  ]);
+  const store = await openExecutionStore(storeTarget(options, flags));
+  const lines = createInterface({
+    input: file === '-' ? process.stdin : createReadStream(file),
+    crlfDelay: Infinity,
+  });
+  async function* bundles() {
+    for await (const line of lines) if (line.trim() !== '') yield JSON.parse(line) as unknown;
+  }
+  try {
+    const report = await importExecutions(store, bundles());
+    process.stdout.write(
+      `imported ${report.executions} execution(s), ${report.steps} step(s), ${report.artifacts} artifact(s), ${report.telemetry} event(s), ${report.definitions} definition(s); ${report.skipped.length} already present and left as they were\n`,
+    );
+  } finally {
+    await store.close();
+  }
+  return 0;
+}
+
+async function token(rest: string[], options: ConfigOptions, flags: Flags): Promise<number> {
+  const config = loadConfig(options);
+  const settings = loadHttpSettings(config, httpFlags(flags));
+  const file = settings.auth.mode === 'tokens' ? settings.auth.file : join(config.dataDir, 'tokens.json');
+  const [action, name] = rest;
+  if (action === 'add' && name) {
+    const secret = await addToken(file, name, parseScopes(flags.scopes), flags.principal ?? name);
+    process.stdout.write(`${secret}\n`);
+    process.stderr.write(
+      `Token ${name} added to ${file}. It is shown this once; only its hash is kept. Serve with WORKFLOWLOOKUP_AUTH=tokens.\n`,
+    );
+    return 0;
+  }
+  if (action === 'list') {
+    for (const t of listTokens(file)) {
+      process.stdout.write(`${t.name}\t${t.principal}\t${t.scopes.join(',')}\t${t.created_at}\n`);
+    }
+    return 0;
+  }
+  if (action === 'remove' && name) {
+    const removed = await removeToken(file, name);
+    process.stderr.write(removed ? `Token ${name} removed.\n` : `No token named ${name}.\n`);
+    return removed ? 0 : 1;
+  }
+  throw new UsageError('token', 'expected: token add NAME | token list | token remove NAME');
+}
+
+// -------------------------------------------------------------------------------------------------
+// Commands and options: one table, from which parsing and every --help text are made.
+
+type Flags = {
+  json?: boolean;
+  http?: boolean;
+  stdio?: boolean;
+  host?: string;
+  port?: string;
+  path?: string;
+  tools?: string;
+  'no-bundled'?: boolean;
+  'no-user'?: boolean;
+  'no-project'?: boolean;
+  scopes?: string;
+  principal?: string;
+  store?: string;
+  out?: string;
+  help?: boolean;
+  version?: boolean;
+};
+
+interface Command extends CommandSpec {
+  run: (rest: string[], options: ConfigOptions, flags: Flags) => Promise<number> | number;
+}
+
+const COMMANDS: Record<string, Command> = {
+  serve: { ...COMMAND_SPECS.serve, run: (_rest, options, flags) => serve(options, flags) },
+  dashboard: { ...COMMAND_SPECS.dashboard, run: (_rest, options, flags) => dashboard(options, flags) },
+  list: { ...COMMAND_SPECS.list, run: (_rest, options, flags) => list(options, flags.json === true) },
+  validate: {
+    ...COMMAND_SPECS.validate,
+    run: (rest, options, flags) => validateFiles(rest, options, flags.json === true),
+  },
+  init: { ...COMMAND_SPECS.init, run: () => init() },
+  sources: { ...COMMAND_SPECS.sources, run: (_rest, options) => sources(options) },
+  schema: {
+    ...COMMAND_SPECS.schema,
+    run: () => {
       process.stdout.write(`${JSON.stringify(workflowJsonSchema(), null, 2)}\n`);
       return 0;
-    default:
-      process.stderr.write(`Unknown command "${command}".\n\n${HELP}\n`);
-      return 2;
+    },
+  },
+  migrate: { ...COMMAND_SPECS.migrate, run: (_rest, options, flags) => migrateCommand(options, flags) },
+  export: { ...COMMAND_SPECS.export, run: (_rest, options, flags) => exportCommand(options, flags) },
+  import: { ...COMMAND_SPECS.import, run: (rest, options, flags) => importCommand(rest, options, flags) },
+  token: { ...COMMAND_SPECS.token, run: (rest, options, flags) => token(rest, options, flags) },
+};
+
+function mainHelp(): string {
+  const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.length));
+  return [
+    TITLE,
+    '',
+    'Usage: workflowlookup [command] [options]   (the command defaults to serve)',
+    '',
+    'Commands:',
+    ...Object.values(COMMANDS).map((c) => `  ${c.usage.padEnd(Math.min(width, 40))}  ${c.summary}`),
+    '  --help | --version',
+    '',
+    'Run `workflowlookup <command> --help` for its options.',
+    '',
+    'Environment:',
+    ...ENVIRONMENT.map((e) => `  ${e.name}\n      ${e.description.replaceAll('`', '')}`),
+  ].join('\n');
+}
+
+function commandHelp(command: Command): string {
+  const options = optionLines(command.options);
+  return [
+    `Usage: workflowlookup ${command.usage}`,
+    '',
+    command.summary,
+    ...(options.length > 0 ? ['', 'Options:', ...options] : []),
+  ].join('\n');
+}
+
+class UsageError extends Error {
+  constructor(
+    readonly command: string | undefined,
+    message: string,
+  ) {
+    super(message);
   }
 }
 
+function httpFlags(flags: Flags): HttpFlags {
+  return {
+    ...(flags.host !== undefined ? { host: flags.host } : {}),
+    ...(flags.port !== undefined ? { port: flags.port } : {}),
+    ...(flags.path !== undefined ? { path: flags.path } : {}),
+  };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const first = argv[0];
+  const named = first !== undefined && !first.startsWith('-') ? first : undefined;
+  if (named !== undefined && !(named in COMMANDS)) {
+    throw new UsageError(undefined, `Unknown command "${named}"`);
+  }
+  const name = named ?? 'serve';
+  const command = COMMANDS[name] as Command;
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args: named === undefined ? argv : argv.slice(1),
+      options: {
+        ...Object.fromEntries(Object.entries(command.options).map(([k, o]) => [k, { type: o.type }])),
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new UsageError(name, (error as Error).message);
+  }
+  const flags = parsed.values as Flags;
+  if (flags.help) {
+    process.stdout.write(`${named === undefined ? mainHelp() : commandHelp(command)}\n`);
+    return 0;
+  }
+  if (flags.version) {
+    process.stdout.write(`${loadConfig().version}\n`);
+    return 0;
+  }
+  const options: ConfigOptions = {
+    ...(flags.tools !== undefined ? { tools: flags.tools } : {}),
+    ...(flags['no-bundled'] ? { includeBundled: false } : {}),
+    ...(flags['no-user'] ? { includeUser: false } : {}),
+    ...(flags['no-project'] ? { includeProject: false } : {}),
+  };
+  return command.run(parsed.positionals, options, flags);
+}
+
+// A reader that goes away (`workflowlookup --help | head`) is not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+});
+
 main(process.argv.slice(2)).then(
   (code) => {
-    if (code !== undefined) process.exitCode = code;
+    process.exitCode = code;
   },
   (error: unknown) => {
+    if (error instanceof UsageError) {
+      const help = error.command ? commandHelp(COMMANDS[error.command] as Command) : mainHelp();
+      process.stderr.write(`workflowlookup: ${error.message}\n\n${help}\n`);
+      process.exitCode = 2;
+      return;
+    }
     process.stderr.write(`workflowlookup: ${(error as Error)?.message ?? String(error)}\n`);
-    process.exitCode = 1;
+    // Settings that cannot work (bad configuration, a damaged store file) are usage errors.
+    process.exitCode = error instanceof ConfigError || error instanceof StoreFileError ? 2 : 1;
   },
 );

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { evaluateCondition, readPath } from './conditions.js';
+import type { Condition } from '../model/workflow.js';
+import { conditionVariables, deepEqual, evaluateCondition, readPath } from './conditions.js';
+import { DomainFailure } from './errors.js';
+import { MAX_DEPTH } from './json-text.js';
 
 const ctx = {
   taskScope: 'large',
@@ -59,5 +62,51 @@ describe('evaluateCondition', () => {
     expect(readPath(ctx, 'constructor')).toBeUndefined();
     expect(readPath(ctx, '__proto__')).toBeUndefined();
     expect(readPath(ctx, 'ticket.priority.length')).toBeUndefined();
+  });
+});
+
+describe('deep structures (10,000 levels)', () => {
+  const deepValue = (depth: number): unknown => {
+    let v: unknown = 1;
+    for (let i = 0; i < depth; i++) v = { a: [v] };
+    return v;
+  };
+  const deepCondition = (depth: number): Condition => {
+    let c: Condition = { var: 'x', equals: 1 };
+    for (let i = 0; i < depth; i++) c = i % 2 === 0 ? { not: c } : { and: [c] };
+    return c;
+  };
+
+  it('compares deeply nested values without overflowing the stack', () => {
+    expect(deepEqual(deepValue(10_000), deepValue(10_000))).toBe(true);
+    expect(deepEqual(deepValue(10_000), deepValue(9_999))).toBe(false);
+    expect(evaluateCondition({ var: 'v', equals: deepValue(10_000) }, { v: deepValue(10_000) })).toBe(true);
+    expect(evaluateCondition({ var: 'v', not_equals: deepValue(10_000) }, { v: deepValue(10_001) })).toBe(
+      true,
+    );
+  });
+
+  it('refuses a condition nested 10,000 deep with a domain error, not a RangeError', () => {
+    const failure = (f: () => unknown) => {
+      try {
+        f();
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    };
+    for (const f of [
+      () => evaluateCondition(deepCondition(10_000), { x: 1 }),
+      () => conditionVariables(deepCondition(10_000)),
+    ]) {
+      const error = failure(f);
+      expect(error).toBeInstanceOf(DomainFailure);
+      expect((error as DomainFailure).error).toMatchObject({
+        code: 'workflow_invalid',
+        violations: [{ rule: 'maxDepth', message: expect.stringContaining(`${MAX_DEPTH} levels`) }],
+      });
+    }
+    expect(evaluateCondition(deepCondition(100), { x: 1 })).toBe(true);
+    expect(conditionVariables(deepCondition(100))).toEqual(['x']);
   });
 });

@@ -1,4 +1,6 @@
-import type { Condition } from '../workflows/model.js';
+import type { Condition } from '../model/workflow.js';
+import { fail } from './errors.js';
+import { MAX_DEPTH } from './json-text.js';
 
 export type Context = Record<string, unknown>;
 
@@ -22,19 +24,41 @@ export function asRecord(value: unknown): Record<string, unknown> {
     : {};
 }
 
+/**
+ * Structural equality of JSON values. Iterative, so a deeply nested context value is compared like
+ * any other instead of overflowing the stack.
+ */
 export function deepEqual(a: unknown, b: unknown): boolean {
-  if (Object.is(a, b)) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a) && Array.isArray(b)) {
-    return a.length === b.length && a.every((v, i) => deepEqual(v, b[i]));
+  const pending: [unknown, unknown][] = [[a, b]];
+  for (let pair = pending.pop(); pair !== undefined; pair = pending.pop()) {
+    const [x, y] = pair;
+    if (Object.is(x, y)) continue;
+    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null) return false;
+    if (Array.isArray(x) !== Array.isArray(y)) return false;
+    if (Array.isArray(x) && Array.isArray(y)) {
+      if (x.length !== y.length) return false;
+      for (let i = 0; i < x.length; i++) pending.push([x[i], y[i]]);
+      continue;
+    }
+    const kx = Object.keys(x);
+    if (kx.length !== Object.keys(y).length) return false;
+    for (const k of kx) {
+      if (!Object.hasOwn(y, k)) return false;
+      pending.push([(x as Context)[k], (y as Context)[k]]);
+    }
   }
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  return (
-    ka.length === kb.length &&
-    ka.every((k) => Object.hasOwn(b, k) && deepEqual((a as Context)[k], (b as Context)[k]))
-  );
+  return true;
+}
+
+/** A condition nested past MAX_DEPTH comes from a definition no schema check should have let through. */
+function tooDeep(): never {
+  fail({
+    code: 'workflow_invalid',
+    message: 'Invalid workflow',
+    violations: [
+      { path: '', rule: 'maxDepth', message: `a condition is nested deeper than ${MAX_DEPTH} levels` },
+    ],
+  });
 }
 
 function truthy(value: unknown): boolean {
@@ -49,9 +73,14 @@ function truthy(value: unknown): boolean {
  * non-numbers; they never coerce strings.
  */
 export function evaluateCondition(condition: Condition, context: Context): boolean {
-  if ('and' in condition) return condition.and.every((c) => evaluateCondition(c, context));
-  if ('or' in condition) return condition.or.some((c) => evaluateCondition(c, context));
-  if ('not' in condition) return !evaluateCondition(condition.not, context);
+  return evaluate(condition, context, 0);
+}
+
+function evaluate(condition: Condition, context: Context, depth: number): boolean {
+  if (depth > MAX_DEPTH) tooDeep();
+  if ('and' in condition) return condition.and.every((c) => evaluate(c, context, depth + 1));
+  if ('or' in condition) return condition.or.some((c) => evaluate(c, context, depth + 1));
+  if ('not' in condition) return !evaluate(condition.not, context, depth + 1);
   const value = readPath(context, condition.var);
   let tested = false;
   let result = true;
@@ -72,9 +101,14 @@ export function evaluateCondition(condition: Condition, context: Context): boole
 
 /** Every variable a condition reads, in order (with repeats). */
 export function conditionVariables(condition: Condition | undefined): string[] {
-  if (condition === undefined) return [];
-  if ('and' in condition) return condition.and.flatMap(conditionVariables);
-  if ('or' in condition) return condition.or.flatMap(conditionVariables);
-  if ('not' in condition) return conditionVariables(condition.not);
-  return [condition.var];
+  const out: string[] = [];
+  const visit = (c: Condition, depth: number): void => {
+    if (depth > MAX_DEPTH) tooDeep();
+    if ('and' in c) for (const x of c.and) visit(x, depth + 1);
+    else if ('or' in c) for (const x of c.or) visit(x, depth + 1);
+    else if ('not' in c) visit(c.not, depth + 1);
+    else out.push(c.var);
+  };
+  if (condition !== undefined) visit(condition, 0);
+  return out;
 }

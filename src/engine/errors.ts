@@ -1,4 +1,4 @@
-import type { Violation } from '../workflows/validate-definition.js';
+import type { Violation } from '../model/violation.js';
 
 /**
  * Domain errors are plain values keyed by a stable string `code`. The protocol layer maps them to
@@ -22,16 +22,28 @@ export type DomainError =
       details: string;
     }
   | { code: 'token_invalid'; message: string; details: string }
-  | { code: 'token_expired'; message: string; executionId: string; expiredAt: string; freshToken: string }
+  | { code: 'token_expired'; message: string; executionId: string; expiredAt: string }
   /** Submitted manifest content that does not validate (nothing was written). */
   | { code: 'manifest_invalid'; message: string; workflowId?: string; violations: Violation[] }
   /** A save/rename target exists, or the file changed since it was read (optimistic concurrency). */
   | { code: 'workflow_conflict'; message: string; workflowId: string; path?: string; details: string }
   /** Only workflows in the writable runtime dir can be changed. */
   | { code: 'workflow_read_only'; message: string; workflowId: string; source: string; path: string }
+  /** The runtime workflow dir cannot be written: a read-only file system or missing permissions. */
+  | { code: 'runtime_dir_read_only'; message: string; path: string; details: string }
+  /** No space (or quota) left where the runtime workflow dir lives. */
+  | { code: 'storage_full'; message: string; path: string; details: string }
   /** A write that would land outside the runtime dir. */
   | { code: 'path_outside_runtime'; message: string; path: string }
-  | { code: 'confirmation_required'; message: string; workflowId: string }
+  /** A destructive call that needs an explicit yes: `confirm: true`, or the user's answer through elicitation. */
+  | {
+      code: 'confirmation_required';
+      message: string;
+      workflowId?: string;
+      /** The tool to call again with `confirm: true` (default workflow_delete). */
+      tool?: string;
+      arguments?: Record<string, unknown>;
+    }
   /** A command step (or input provider) call that failed after its retries (seed 003 §10.3). */
   | {
       code: 'command_failed';
@@ -49,7 +61,16 @@ export type DomainError =
   | { code: 'catalog_not_found'; message: string; catalog: string }
   | { code: 'catalog_conflict'; message: string; catalog: string }
   /** Inputs that are missing or invalid when starting a workflow. */
-  | { code: 'inputs_not_ready'; message: string; workflowId: string; inputs: unknown[] };
+  | { code: 'inputs_not_ready'; message: string; workflowId: string; inputs: unknown[] }
+  /** A long-running tool called without MCP tasks (seed 003 §13.2): it never runs synchronously. */
+  | { code: 'task_capability_required'; message: string; tool: string }
+  /** The client did not declare what the tool needs of it (sampling, elicitation), or failed at it. */
+  | { code: 'client_capability_required'; message: string; tool: string; capabilities: string[] }
+  | { code: 'task_not_found'; message: string; taskId: string }
+  /** A task that already finished cannot be cancelled (MCP 2025-11-25). */
+  | { code: 'task_terminal'; message: string; taskId: string; status: string }
+  /** The task was cancelled (by tasks/cancel, workflow_cancel or the user's answer): it has no result. */
+  | { code: 'task_cancelled'; message: string; taskId?: string; runId?: string };
 
 export type DomainErrorCode = DomainError['code'];
 

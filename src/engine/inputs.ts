@@ -1,5 +1,6 @@
-import type { InputSpec } from '../workflows/model.js';
+import type { InputSpec } from '../model/workflow.js';
 import { deepEqual } from './conditions.js';
+import { previewJson } from './json-text.js';
 
 export const INPUT_STATUSES = [
   'provided',
@@ -56,7 +57,8 @@ export function checkInputValue(
   const wrongType = typeError(spec, value);
   if (wrongType) return wrongType;
   if (spec.enum && !spec.enum.some((e) => deepEqual(e, value))) {
-    return `must be one of ${spec.enum.map((e) => JSON.stringify(e)).join(', ')}`;
+    // Bounded: an enum value may be large or deeply nested, and this is only a message.
+    return `must be one of ${spec.enum.map((e) => previewJson(e, 200).text).join(', ')}`;
   }
   if (typeof value === 'string') {
     const length = [...value].length;

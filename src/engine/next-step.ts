@@ -6,7 +6,7 @@ import {
   type PromptStep,
   type Step,
   type Workflow,
-} from '../workflows/model.js';
+} from '../model/workflow.js';
 import { asRecord, type Context, evaluateCondition, readPath } from './conditions.js';
 
 /** Reserved context key holding loop progress; clients send it back unchanged. */
@@ -41,6 +41,21 @@ export interface NextStep {
   loop?: LoopPosition;
   /** Things the agent should know, e.g. a loop that ended because it hit maxIterations. */
   notices: string[];
+}
+
+/** Context keys the server writes: inputs, step outputs, loop progress and every loop variable. */
+export function serverOwnedKeys(workflow: Workflow): Set<string> {
+  const keys = new Set<string>(['inputs', 'steps', LOOPS_KEY]);
+  for (const step of workflow.steps) {
+    if (!isLoopStep(step)) continue;
+    const cfg = step.loop;
+    keys.add(cfg.iterationVar ?? 'currentIteration');
+    if (cfg.type === 'forEach') {
+      keys.add(cfg.itemVar ?? 'currentItem');
+      keys.add(cfg.indexVar ?? 'currentIndex');
+    }
+  }
+  return keys;
 }
 
 /** Every step id the workflow defines, including inline loop bodies. */

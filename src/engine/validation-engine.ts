@@ -1,6 +1,6 @@
-import type { Ajv, Options, ValidateFunction } from 'ajv';
-import type { Ajv2020 } from 'ajv/dist/2020.js';
-import type { RE2JS } from 're2js';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Violation } from '../model/violation.js';
 import {
   isLoopStep,
   isPromptStep,
@@ -8,9 +8,11 @@ import {
   type ValidationCriterion,
   type ValidationRule,
   type Workflow,
-} from '../workflows/model.js';
-import type { Violation } from '../workflows/validate-definition.js';
+} from '../model/workflow.js';
 import { type Context, evaluateCondition } from './conditions.js';
+import { MAX_DEPTH, nestedDeeperThan } from './json-text.js';
+import { ValidationWorkerClient, WorkerTimeout } from './validation-worker-client.js';
+import type { Check, CheckReply, CheckResult, WorkerStats } from './validation-worker-protocol.js';
 
 export interface ValidationResult {
   valid: boolean;
@@ -32,6 +34,17 @@ export class CriteriaError extends Error {
 
 export const GENERIC_SUGGESTION = 'Review validation criteria and adjust output accordingly.';
 
+/**
+ * How long one call (a validation, a criteria check, an output_contract check) may spend on regexes
+ * and JSON Schemas, and so the longest it holds the event loop. Past it the worker running them is
+ * terminated and replaced, and the call's regex and schema rules fail as not checked. Why a worker
+ * and a synchronous wait: see validation-worker-client.ts.
+ */
+export const VALIDATION_BUDGET_MS = 1000;
+
+const notChecked = (budgetMs: number) =>
+  `not checked within ${budgetMs} ms: the output or the rule is too complex`;
+
 interface Outcome {
   pass: boolean;
   issues: string[];
@@ -40,73 +53,96 @@ interface Outcome {
 
 const PASS: Outcome = { pass: true, issues: [], suggestions: [] };
 
-interface Libraries {
-  RE2JS: typeof RE2JS;
-  Ajv: new (opts: Options) => Ajv;
-  Ajv2020: new (opts: Options) => Ajv2020;
-  addFormats: (ajv: Ajv | Ajv2020) => void;
+type WorkerRule = Extract<ValidationRule, { type: 'regex' | 'schema' }>;
+
+function isWorkerRule(rule: ValidationRule): rule is WorkerRule {
+  return rule.type === 'regex' || rule.type === 'schema';
+}
+
+function tooDeep(): never {
+  throw new CriteriaError(`validation criteria are nested deeper than ${MAX_DEPTH} levels`, 'criteria');
+}
+
+/** Every rule of a criteria tree, in order, with the JSON Pointer of each. */
+function leaves(
+  criteria: ValidationCriteria | undefined,
+  base = '',
+): { rule: ValidationRule; path: string }[] {
+  const out: { rule: ValidationRule; path: string }[] = [];
+  const visit = (c: ValidationCriterion, path: string, depth: number) => {
+    if (depth > MAX_DEPTH) tooDeep();
+    if ('and' in c || 'or' in c) {
+      const key = 'and' in c ? 'and' : 'or';
+      ('and' in c ? c.and : c.or).forEach((x, i) => {
+        visit(x, `${path}/${key}/${i}`, depth + 1);
+      });
+    } else if ('not' in c) visit(c.not, `${path}/not`, depth + 1);
+    else out.push({ rule: c, path });
+  };
+  if (Array.isArray(criteria)) {
+    criteria.forEach((c, i) => {
+      visit(c, `${base}/${i}`, 0);
+    });
+  } else if (criteria !== undefined) visit(criteria, base, 0);
+  return out;
 }
 
 /**
- * The regex and JSON Schema engines are loaded on first use rather than at start-up: together they
- * are half the bundle, and the server answers `initialize` before anything needs them.
+ * dist/validation-worker.js, an entry point of the bundle. This module may be bundled into cli.js or
+ * into a chunk under dist/chunks/ (esbuild decides by who imports it), so both places are tried.
  */
-async function importLibraries(): Promise<Libraries> {
-  const [re2, ajv, ajv2020, formats] = await Promise.all([
-    import('re2js'),
-    import('ajv'),
-    import('ajv/dist/2020.js'),
-    import('ajv-formats'),
-  ]);
-  return {
-    RE2JS: re2.RE2JS,
-    Ajv: commonJsExport(ajv, 'Ajv') as Libraries['Ajv'],
-    Ajv2020: commonJsExport(ajv2020, 'Ajv2020') as Libraries['Ajv2020'],
-    addFormats: commonJsExport(formats, 'default') as Libraries['addFormats'],
-  };
+function bundledWorker(): URL {
+  const candidates = ['./validation-worker.js', '../validation-worker.js'].map(
+    (p) => new URL(p, import.meta.url),
+  );
+  return candidates.find((url) => existsSync(fileURLToPath(url))) ?? (candidates[0] as URL);
 }
 
-/** A named export of a CommonJS module, however the loader (Node, esbuild, vitest) wrapped it. */
-function commonJsExport(namespace: object, name: string): unknown {
-  const candidates = [namespace, (namespace as { default?: object }).default];
-  for (const candidate of candidates) {
-    const value = (candidate as Record<string, unknown> | undefined)?.[name];
-    if (typeof value === 'function') return value;
-  }
-  const fallback = (namespace as { default?: unknown }).default;
-  if (typeof fallback === 'function') return fallback;
-  throw new Error(`cannot load ${name}`);
+export interface ValidationEngineOptions {
+  /** The worker script; by default validation-worker.js beside this module (as bundled in dist/). */
+  workerUrl?: URL;
+  /** Time budget of one call in milliseconds (default VALIDATION_BUDGET_MS). */
+  budgetMs?: number;
 }
 
 /**
  * The ValidationEngine of seed 002: checks one step output against the step's criteria in the given
- * context. Pure apart from caches of compiled regexes and schemas. Call `load()` once before use.
+ * context. `contains` and `length` rules run here; `regex` and `schema` rules run in a worker thread
+ * under a time budget (see validation-worker-client.ts). Await `load()` before checking so that no
+ * check waits for the worker to start.
  */
 export class ValidationEngine {
-  private readonly regexCache = new Map<string, RE2JS>();
-  private readonly schemaCache = new WeakMap<object, ValidateFunction>();
-  private ajv2020: Ajv2020 | undefined;
-  private ajv07: Ajv | undefined;
-  private libs: Libraries | undefined;
-  private loading: Promise<void> | undefined;
+  private readonly worker: ValidationWorkerClient;
+  private readonly budgetMs: number;
+  /** Schemas already measured (definitions keep theirs), so each is walked once. */
+  private readonly shallowSchemas = new WeakSet<object>();
 
-  /** Loads the regex and JSON Schema libraries (once). */
-  load(): Promise<void> {
-    this.loading ??= importLibraries().then((libs) => {
-      this.libs = libs;
-    });
-    return this.loading;
+  constructor(options: ValidationEngineOptions = {}) {
+    this.worker = new ValidationWorkerClient(options.workerUrl ?? bundledWorker());
+    this.budgetMs = options.budgetMs ?? VALIDATION_BUDGET_MS;
   }
 
-  private get lib(): Libraries {
-    if (this.libs === undefined) throw new Error('ValidationEngine used before load()');
-    return this.libs;
+  /**
+   * Starts the worker that runs regex and JSON Schema checks, unless it runs already, and resolves
+   * when it is ready. Cheap when it is; callers await it before checking so that no check waits for
+   * a start on the event loop (the worker stops when idle, and after a check that ran over).
+   */
+  load(): Promise<void> {
+    return this.worker.start();
   }
 
   validate(criteria: ValidationCriteria | undefined, output: string, context: Context): ValidationResult {
     if (criteria === undefined) return { valid: true, issues: [], suggestions: [] };
     const list = Array.isArray(criteria) ? criteria : [criteria];
-    const outcome = this.all(list, output, context);
+    const applicable = leaves(list).filter(
+      ({ rule }) =>
+        isWorkerRule(rule) && (rule.condition === undefined || evaluateCondition(rule.condition, context)),
+    );
+    const results = this.runRules(
+      applicable.map(({ rule }) => rule as WorkerRule),
+      { text: output },
+    );
+    const outcome = this.all(list, output, context, results, 0);
     const suggestions = [...new Set(outcome.suggestions)];
     if (!outcome.pass) suggestions.push(GENERIC_SUGGESTION);
     return {
@@ -116,74 +152,167 @@ export class ValidationEngine {
     };
   }
 
-  /** Whether `text` matches an RE2 pattern (used by input validation); bad patterns throw CriteriaError. */
+  /**
+   * Whether `text` matches an RE2 pattern (used by input validation); bad patterns throw
+   * CriteriaError. A match that runs over the time budget counts as no match.
+   */
   matches(pattern: string, text: string): boolean {
-    return this.regex(pattern, undefined).matcher(text).find();
+    const [result] = this.run([{ kind: 'regex', pattern, flags: '' }], { text });
+    if (result === undefined) return false;
+    if ('invalid' in result) throw new CriteriaError(result.invalid, result.kind);
+    return result.ok;
   }
 
   /** Why `value` fails a JSON Schema (empty when it passes); a schema that does not compile throws. */
   schemaErrors(schema: Record<string, unknown>, value: unknown): string[] {
-    const validate = this.schema(schema);
-    if (validate(value) === true) return [];
-    return (validate.errors ?? [])
-      .slice(0, 10)
-      .map((e) => `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}`);
+    this.refuseDeepSchema(schema);
+    if (nestedDeeperThan(value, MAX_DEPTH)) return [`(root) is nested deeper than ${MAX_DEPTH} levels`];
+    const [result] = this.run([{ kind: 'schema', schema }], { value });
+    if (result === undefined) return [`(root) ${notChecked(this.budgetMs)}`];
+    if ('invalid' in result) throw new CriteriaError(result.invalid, result.kind);
+    if (result.ok) return [];
+    return result.errors ?? [`(root) ${result.detail ?? 'is invalid'}`];
   }
 
   /** Checks that every rule can be evaluated, without needing an output. */
   check(criteria: ValidationCriteria | undefined): void {
     if (criteria === undefined) return;
-    for (const c of Array.isArray(criteria) ? criteria : [criteria]) this.checkOne(c);
+    const rules = leaves(criteria).map(({ rule }) => rule);
+    for (const rule of rules) if (rule.type === 'length') checkLength(rule);
+    const checks = rules.filter(isWorkerRule);
+    for (const result of this.compile(checks)) {
+      if (result === undefined) {
+        throw new CriteriaError(
+          `checking the validation criteria took longer than ${this.budgetMs} ms`,
+          'criteria',
+        );
+      }
+      if ('invalid' in result) throw new CriteriaError(result.invalid, result.kind);
+    }
   }
 
   /** Every rule of every step that cannot be evaluated, as violations (one per rule). */
   checkWorkflow(workflow: Workflow): Violation[] {
     const out: Violation[] = [];
-    const visit = (c: ValidationCriterion, path: string) => {
-      if ('and' in c || 'or' in c) {
-        const key = 'and' in c ? 'and' : 'or';
-        ('and' in c ? c.and : c.or).forEach((x, i) => {
-          visit(x, `${path}/${key}/${i}`);
-        });
-      } else if ('not' in c) visit(c.not, `${path}/not`);
-      else {
-        try {
-          this.checkOne(c);
-        } catch (error) {
-          if (!(error instanceof CriteriaError)) throw error;
-          out.push({ path, rule: 'criteria', message: error.message });
-        }
-      }
-    };
+    const found: { rule?: ValidationRule; path: string; problem?: string }[] = [];
     workflow.steps.forEach((step, i) => {
       const steps = isLoopStep(step)
         ? (Array.isArray(step.body) ? step.body : []).map((s, j) => [s, `/steps/${i}/body/${j}`] as const)
         : [[step, `/steps/${i}`] as const];
       for (const [s, path] of steps) {
         if (!isPromptStep(s)) continue;
-        const criteria = s.validationCriteria;
-        if (criteria === undefined) continue;
-        if (Array.isArray(criteria)) {
-          criteria.forEach((c, k) => {
-            visit(c, `${path}/validationCriteria/${k}`);
-          });
-        } else visit(criteria, `${path}/validationCriteria`);
+        try {
+          found.push(...leaves(s.validationCriteria, `${path}/validationCriteria`));
+        } catch (error) {
+          if (!(error instanceof CriteriaError)) throw error;
+          found.push({ path: `${path}/validationCriteria`, problem: error.message });
+        }
       }
     });
+    const batch: { item: (typeof found)[number]; check: Check }[] = [];
+    for (const item of found) {
+      const { rule } = item;
+      if (rule === undefined) continue;
+      try {
+        if (rule.type === 'length') checkLength(rule);
+        else if (isWorkerRule(rule)) batch.push({ item, check: this.toCheck(rule) });
+      } catch (error) {
+        if (!(error instanceof CriteriaError)) throw error;
+        item.problem = error.message;
+      }
+    }
+    const results =
+      batch.length === 0 ? [] : this.send({ op: 'compile', checks: batch.map((b) => b.check) }, batch.length);
+    results.forEach((result, k) => {
+      const entry = batch[k];
+      if (entry && result && 'invalid' in result) entry.item.problem = result.invalid;
+    });
+    for (const { path, problem } of found)
+      if (problem !== undefined) out.push({ path, rule: 'criteria', message: problem });
+    if (results.some((r) => r === undefined)) {
+      out.push({
+        path: '',
+        rule: 'criteria',
+        message: `checking the regex and schema rules took longer than ${this.budgetMs} ms; simplify them`,
+      });
+    }
     return out;
   }
 
-  private checkOne(c: ValidationCriterion): void {
-    if ('and' in c || 'or' in c) {
-      for (const x of 'and' in c ? c.and : c.or) this.checkOne(x);
-    } else if ('not' in c) this.checkOne(c.not);
-    else if (c.type === 'regex') this.regex(c.pattern, c.flags);
-    else if (c.type === 'length') checkLength(c);
-    else if (c.type === 'schema') this.schema(c.schema);
+  /** Cache sizes of the worker (tests and diagnostics). */
+  stats(): WorkerStats {
+    const reply = this.worker.request({ op: 'stats' }, performance.now() + this.budgetMs);
+    if (!('stats' in reply)) throw new Error('the validation worker did not report its stats');
+    return reply.stats;
   }
 
-  private all(list: readonly ValidationCriterion[], output: string, context: Context): Outcome {
-    const failed = list.map((c) => this.one(c, output, context)).filter((o) => !o.pass);
+  private refuseDeepSchema(schema: Record<string, unknown>): void {
+    if (this.shallowSchemas.has(schema)) return;
+    if (!nestedDeeperThan(schema, MAX_DEPTH)) {
+      this.shallowSchemas.add(schema);
+      return;
+    }
+    throw new CriteriaError(
+      `JSON Schema of a schema rule does not compile: it is nested deeper than ${MAX_DEPTH} levels`,
+      'schema',
+    );
+  }
+
+  private toCheck(rule: WorkerRule): Check {
+    if (rule.type === 'regex') return { kind: 'regex', pattern: rule.pattern, flags: rule.flags ?? '' };
+    this.refuseDeepSchema(rule.schema);
+    return { kind: 'schema', schema: rule.schema };
+  }
+
+  private compile(rules: readonly WorkerRule[]): (CheckResult | undefined)[] {
+    if (rules.length === 0) return [];
+    return this.send({ op: 'compile', checks: rules.map((r) => this.toCheck(r)) }, rules.length);
+  }
+
+  /** Results by rule; a rule maps to undefined when the budget ran out before it was checked. */
+  private runRules(
+    rules: readonly WorkerRule[],
+    input: { text: string },
+  ): Map<WorkerRule, CheckResult | undefined> {
+    const unique = [...new Set(rules)];
+    const results = this.run(
+      unique.map((r) => this.toCheck(r)),
+      input,
+    );
+    return new Map(unique.map((rule, i) => [rule, results[i]]));
+  }
+
+  private run(checks: Check[], input: { text: string } | { value: unknown }): (CheckResult | undefined)[] {
+    if (checks.length === 0) return [];
+    return this.send({ op: 'run', checks, input }, checks.length);
+  }
+
+  /** One worker round trip under the budget; every result is undefined when it ran out. */
+  private send(
+    request:
+      | { op: 'compile'; checks: Check[] }
+      | { op: 'run'; checks: Check[]; input: { text: string } | { value: unknown } },
+    count: number,
+  ): (CheckResult | undefined)[] {
+    let reply: CheckReply;
+    try {
+      reply = this.worker.request(request, performance.now() + this.budgetMs);
+    } catch (error) {
+      if (error instanceof WorkerTimeout) return new Array<undefined>(count).fill(undefined);
+      throw error;
+    }
+    if ('results' in reply) return reply.results;
+    throw new Error(`the validation worker failed: ${'failure' in reply ? reply.failure : 'no results'}`);
+  }
+
+  private all(
+    list: readonly ValidationCriterion[],
+    output: string,
+    context: Context,
+    results: Map<WorkerRule, CheckResult | undefined>,
+    depth: number,
+  ): Outcome {
+    const failed = list.map((c) => this.one(c, output, context, results, depth + 1)).filter((o) => !o.pass);
     if (failed.length === 0) return PASS;
     return {
       pass: false,
@@ -192,10 +321,17 @@ export class ValidationEngine {
     };
   }
 
-  private one(c: ValidationCriterion, output: string, context: Context): Outcome {
-    if ('and' in c) return withMessage(this.all(c.and, output, context), c.message);
+  private one(
+    c: ValidationCriterion,
+    output: string,
+    context: Context,
+    results: Map<WorkerRule, CheckResult | undefined>,
+    depth: number,
+  ): Outcome {
+    if (depth > MAX_DEPTH) tooDeep();
+    if ('and' in c) return withMessage(this.all(c.and, output, context, results, depth), c.message);
     if ('or' in c) {
-      const outcomes = c.or.map((x) => this.one(x, output, context));
+      const outcomes = c.or.map((x) => this.one(x, output, context, results, depth + 1));
       if (outcomes.some((o) => o.pass)) return PASS;
       return withMessage(
         {
@@ -207,27 +343,32 @@ export class ValidationEngine {
       );
     }
     if ('not' in c) {
-      const inner = this.one(c.not, output, context);
+      const inner = this.one(c.not, output, context, results, depth + 1);
       if (!inner.pass) return PASS;
       return {
         pass: false,
-        issues: [c.message ?? `Output must not satisfy: ${describeCriterion(c.not).join('; ')}`],
+        issues: [
+          c.message ??
+            `Output must not satisfy: ${describeCriterion(c.not, undefined, depth + 1).join('; ')}`,
+        ],
         suggestions: [],
       };
     }
-    return this.rule(c, output, context);
+    return this.rule(c, output, context, results);
   }
 
-  private rule(rule: ValidationRule, output: string, context: Context): Outcome {
+  private rule(
+    rule: ValidationRule,
+    output: string,
+    context: Context,
+    results: Map<WorkerRule, CheckResult | undefined>,
+  ): Outcome {
     if (rule.condition !== undefined && !evaluateCondition(rule.condition, context)) return PASS;
     let pass: boolean;
     let detail: string | undefined;
     switch (rule.type) {
       case 'contains':
         pass = output.includes(rule.value);
-        break;
-      case 'regex':
-        pass = this.regex(rule.pattern, rule.flags).matcher(output).find();
         break;
       case 'length': {
         checkLength(rule);
@@ -236,24 +377,17 @@ export class ValidationEngine {
           (rule.min === undefined || length >= rule.min) && (rule.max === undefined || length <= rule.max);
         break;
       }
-      case 'schema': {
-        const validate = this.schema(rule.schema);
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(output);
-        } catch (error) {
+      default: {
+        const result = results.get(rule);
+        if (result === undefined) {
           pass = false;
-          detail = `output is not valid JSON (${(error as Error).message})`;
-          break;
+          detail = notChecked(this.budgetMs);
+        } else if ('invalid' in result) {
+          throw new CriteriaError(result.invalid, result.kind);
+        } else {
+          pass = result.ok;
+          if (!result.ok) detail = result.detail ?? result.errors?.slice(0, 5).join('; ');
         }
-        pass = validate(parsed) === true;
-        if (!pass) {
-          detail = (validate.errors ?? [])
-            .slice(0, 5)
-            .map((e) => `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}`)
-            .join('; ');
-        }
-        break;
       }
     }
     if (pass) return PASS;
@@ -262,57 +396,6 @@ export class ValidationEngine {
       issues: [detail ? `${rule.message} (${detail})` : rule.message],
       suggestions: rule.suggestion ? [rule.suggestion] : [],
     };
-  }
-
-  private regex(pattern: string, flags: string | undefined): RE2JS {
-    const key = `${flags ?? ''}/${pattern}`;
-    const cached = this.regexCache.get(key);
-    if (cached) return cached;
-    const { RE2JS } = this.lib;
-    let bits = 0;
-    for (const flag of flags ?? '') {
-      if (flag === 'i') bits |= RE2JS.CASE_INSENSITIVE;
-      else if (flag === 'm') bits |= RE2JS.MULTILINE;
-      else if (flag === 's') bits |= RE2JS.DOTALL;
-      else if (flag !== 'u')
-        throw new CriteriaError(`regex flag "${flag}" is not supported (use i, m, s)`, 'criteria');
-    }
-    try {
-      const compiled = RE2JS.compile(pattern, bits);
-      if (this.regexCache.size > 1000) this.regexCache.clear();
-      this.regexCache.set(key, compiled);
-      return compiled;
-    } catch (error) {
-      throw new CriteriaError(
-        `regex pattern ${JSON.stringify(pattern)} is invalid: ${(error as Error).message}`,
-        'criteria',
-      );
-    }
-  }
-
-  private schema(schema: Record<string, unknown>): ValidateFunction {
-    const cached = this.schemaCache.get(schema);
-    if (cached) return cached;
-    const draft07 = typeof schema.$schema === 'string' && schema.$schema.includes('draft-07');
-    const { Ajv, Ajv2020, addFormats } = this.lib;
-    const make = <T extends Ajv | Ajv2020>(Ctor: new (opts: Options) => T): T => {
-      const instance = new Ctor({ allErrors: true, strict: false, validateFormats: true });
-      addFormats(instance);
-      return instance;
-    };
-    if (draft07) this.ajv07 ??= make(Ajv);
-    else this.ajv2020 ??= make(Ajv2020);
-    const ajv = (draft07 ? this.ajv07 : this.ajv2020) as Ajv | Ajv2020;
-    try {
-      const compiled = ajv.compile(schema);
-      this.schemaCache.set(schema, compiled);
-      return compiled;
-    } catch (error) {
-      throw new CriteriaError(
-        `JSON Schema of a schema rule does not compile: ${(error as Error).message}`,
-        'schema',
-      );
-    }
   }
 }
 
@@ -339,19 +422,22 @@ function codePointLength(text: string): number {
 export function describeCriteria(criteria: ValidationCriteria | undefined, context: Context): string[] {
   if (criteria === undefined) return [];
   const list = Array.isArray(criteria) ? criteria : [criteria];
-  return [...new Set(list.flatMap((c) => describeCriterion(c, context)))];
+  return [...new Set(list.flatMap((c) => describeCriterion(c, context, 0)))];
 }
 
-function describeCriterion(c: ValidationCriterion, context?: Context): string[] {
-  if ('and' in c) return c.message ? [c.message] : c.and.flatMap((x) => describeCriterion(x, context));
+/** Descriptions are for display: past MAX_DEPTH they stop rather than fail (checks report the depth). */
+function describeCriterion(c: ValidationCriterion, context: Context | undefined, depth: number): string[] {
+  if (depth > MAX_DEPTH) return ['…'];
+  if ('and' in c)
+    return c.message ? [c.message] : c.and.flatMap((x) => describeCriterion(x, context, depth + 1));
   if ('or' in c) {
     if (c.message) return [c.message];
-    const parts = c.or.flatMap((x) => describeCriterion(x, context));
+    const parts = c.or.flatMap((x) => describeCriterion(x, context, depth + 1));
     return parts.length > 0 ? [`One of: ${parts.join(' | ')}`] : [];
   }
   if ('not' in c) {
     if (c.message) return [c.message];
-    const parts = describeCriterion(c.not, context);
+    const parts = describeCriterion(c.not, context, depth + 1);
     return parts.length > 0 ? [`Not: ${parts.join('; ')}`] : [];
   }
   if (context !== undefined && c.condition !== undefined && !evaluateCondition(c.condition, context))

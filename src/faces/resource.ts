@@ -1,3 +1,5 @@
+import type { Caller } from '../executions/execution-model.js';
+
 /**
  * One resource (or resource template) of a face. `read` returns a JSON value or throws a DomainFailure;
  * the protocol layer turns "not found" failures into MCP resource-not-found errors.
@@ -10,9 +12,11 @@ export interface ResourceDefinition {
   description: string;
   /** Default application/json (read returns a JSON value); otherwise read returns the text itself. */
   mimeType?: string;
+  /** `_meta` of the resource in listings and of its contents (e.g. MCP Apps' `ui` settings). */
+  meta?: Record<string, unknown>;
   /** Concrete resources of a template, for resources/list. */
-  list?: () => Promise<{ uri: string; name: string; description?: string }[]>;
+  list?: (caller: Caller) => Promise<{ uri: string; name: string; description?: string }[]>;
   /** Completions for template variables. */
-  complete?: Record<string, (value: string) => Promise<string[]>>;
-  read: (variables: Record<string, string>, uri: URL) => Promise<unknown>;
+  complete?: Record<string, (value: string, caller: Caller) => Promise<string[]>>;
+  read: (variables: Record<string, string>, uri: URL, caller: Caller) => Promise<unknown>;
 }

@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type * as z from 'zod';
 import { type DomainError, type DomainErrorCode, DomainFailure } from '../engine/errors.js';
+import type { InputResolution } from '../engine/inputs.js';
+import { currentStepUri } from '../faces/executions/execution-presenter.js';
+import { type NextCall, next, resolveInputsCall } from '../faces/next.js';
+import { didYouMean } from './suggest.js';
 
 /** Seed 001/002 JSON-RPC error codes. */
 export const RpcCode = {
@@ -17,6 +21,8 @@ export const RpcCode = {
   StateError: -32005,
   StorageError: -32006,
   SecurityError: -32007,
+  /** MCP (2026-07-28 numbering): the request needs a client capability the client did not declare. */
+  MissingClientCapability: -32021,
 } as const;
 
 export interface RpcError {
@@ -44,6 +50,8 @@ export interface StructuredErrorData {
   suggested_action: string;
   correlation_id: string;
   violations: unknown[];
+  /** The call that fixes it, ready to send (with `fill` for what only the caller knows), when there is one. */
+  next?: NextCall[];
 }
 
 interface Mapping<C extends DomainErrorCode> {
@@ -53,6 +61,8 @@ interface Mapping<C extends DomainErrorCode> {
   category: ErrorCategory;
   retryable: boolean;
   action: (e: Extract<DomainError, { code: C }>) => string;
+  /** The call that fixes it (suggested_action names the first one). */
+  fix?: (e: Extract<DomainError, { code: C }>) => NextCall[];
   /** Seed 001/002 `data` fields, kept for clients of those seeds. */
   legacy: (e: Extract<DomainError, { code: C }>) => Record<string, unknown>;
   context: (e: Extract<DomainError, { code: C }>) => StructuredErrorData['context'];
@@ -60,6 +70,18 @@ interface Mapping<C extends DomainErrorCode> {
 
 const defined = (o: Record<string, unknown>) =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Record<string, never>;
+
+const resume = (executionId: string) => next('workflow_resume', { execution_id: executionId });
+const source = (workflowId: string) => next('workflow_get', { workflow_id: workflowId, view: 'source' });
+
+/** What must change before a waiting command step can succeed when retried. */
+function commandCause(reason: string): string {
+  if (reason === 'missing_credential')
+    return "Set the credential the message names in the server's environment (or re-bind it as it says) and restart the server";
+  if (reason === 'host') return 'Allow the host in WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS and restart the server';
+  if (reason === 'unknown_command') return 'Import or enable the catalog that provides the command';
+  return 'Once the API answers again';
+}
 
 /** The one table from domain errors to protocol errors. A test proves every entry is reachable. */
 export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
@@ -69,7 +91,8 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     error_code: 'WORKFLOW_NOT_FOUND',
     category: 'not_found',
     retryable: false,
-    action: () => 'Call workflow_list to see the available workflow ids.',
+    action: () => 'Call workflow_list {} to see the available workflow ids.',
+    fix: () => [next('workflow_list', {})],
     legacy: (e) => ({ workflowId: e.workflowId }),
     context: (e) => ({ workflow_id: e.workflowId }),
   },
@@ -81,6 +104,7 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     retryable: false,
     action: (e) =>
       `Fix the violations in ${e.file ?? 'the definition'} (workflow_fix_validation can help), then retry.`,
+    fix: (e) => (e.workflowId !== undefined ? [source(e.workflowId)] : []),
     legacy: (e) => defined({ workflowId: e.workflowId, file: e.file, violations: e.violations }),
     context: (e) => defined({ workflow_id: e.workflowId, path: e.file }),
   },
@@ -90,7 +114,8 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     error_code: 'STEP_NOT_FOUND',
     category: 'not_found',
     retryable: false,
-    action: (e) => `Call workflow_get {"id": "${e.workflowId}"} to see its step ids.`,
+    action: (e) => `Call workflow_get {"workflow_id": "${e.workflowId}"} to see its step ids.`,
+    fix: (e) => [next('workflow_get', { workflow_id: e.workflowId })],
     legacy: (e) => ({ stepId: e.stepId, workflowId: e.workflowId }),
     context: (e) => ({ workflow_id: e.workflowId, step_id: e.stepId }),
   },
@@ -101,6 +126,7 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     category: 'validation',
     retryable: false,
     action: () => "Fix the step's validationCriteria in the workflow definition.",
+    fix: (e) => [source(e.workflowId)],
     legacy: (e) => ({ workflowId: e.workflowId, stepId: e.stepId, details: e.details }),
     context: (e) => ({ workflow_id: e.workflowId, step_id: e.stepId }),
   },
@@ -130,7 +156,8 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     error_code: 'EXECUTION_NOT_FOUND',
     category: 'not_found',
     retryable: false,
-    action: () => 'Call workflow_executions to find the execution, or workflow_start to begin one.',
+    action: () => 'Call workflow_executions {} to find the execution, or workflow_start to begin one.',
+    fix: () => [next('workflow_executions', {})],
     legacy: (e) => ({ executionId: e.executionId, details: e.message }),
     context: (e) => ({ run_id: e.executionId }),
   },
@@ -141,7 +168,13 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     category: 'conflict',
     retryable: false,
     action: (e) =>
-      `Call workflow_resume {"execution_id": "${e.executionId}"} for the current step and token.`,
+      e.state === 'paused'
+        ? `The execution is paused: call workflow_set_state {"execution_id": "${e.executionId}", "state": "running"}, then workflow_resume.`
+        : `Call workflow_resume {"execution_id": "${e.executionId}"} for the current step and token.`,
+    fix: (e) =>
+      e.state === 'paused'
+        ? [next('workflow_set_state', { execution_id: e.executionId, state: 'running' })]
+        : [resume(e.executionId)],
     legacy: (e) =>
       defined({ executionId: e.executionId, details: e.details, state: e.state, allowed: e.allowed }),
     context: (e) => ({ run_id: e.executionId }),
@@ -153,7 +186,8 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     category: 'validation',
     retryable: false,
     action: () =>
-      'Use the continuation token exactly as the server returned it (workflow_resume gives the current one).',
+      'Send the token exactly as the last answer gave it; to get the current one, find the execution with workflow_executions {} and call workflow_resume on it.',
+    fix: () => [next('workflow_executions', {})],
     legacy: (e) => ({ details: e.details }),
     context: () => ({}),
   },
@@ -165,12 +199,13 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     retryable: true,
     action: (e) =>
       `Call workflow_resume {"execution_id": "${e.executionId}"} for a fresh token, then resubmit.`,
+    fix: (e) => [resume(e.executionId)],
     legacy: (e) => ({
       reason: 'expired',
       executionId: e.executionId,
       expiredAt: e.expiredAt,
-      details: e.message,
-      freshToken: e.freshToken,
+      details: `${e.message}. Get a fresh one with workflow_resume {"execution_id": "${e.executionId}"} or by reading ${currentStepUri(e.executionId)}.`,
+      freshToken: currentStepUri(e.executionId),
     }),
     context: (e) => ({ run_id: e.executionId }),
   },
@@ -181,6 +216,9 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     category: 'validation',
     retryable: false,
     action: () => 'Fix the listed violations and submit again; nothing was written.',
+    fix: () => [
+      next('workflow_validate_manifest', {}, { content: 'the manifest with the violations fixed' }),
+    ],
     legacy: (e) => defined({ workflowId: e.workflowId, violations: e.violations }),
     context: (e) => {
       const first = e.violations[0] as { path?: string; line?: number; column?: number } | undefined;
@@ -199,7 +237,8 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     category: 'conflict',
     retryable: false,
     action: (e) =>
-      `Read the current version with workflow_get {"id": "${e.workflowId}", "view": "source"}, then save again with overwrite and expected_version.`,
+      `Read the current version with workflow_get {"workflow_id": "${e.workflowId}", "view": "source"}, then save again with overwrite and expected_version.`,
+    fix: (e) => [source(e.workflowId)],
     legacy: (e) => defined({ workflowId: e.workflowId, path: e.path, details: e.details }),
     context: (e) => defined({ workflow_id: e.workflowId, path: e.path }),
   },
@@ -211,8 +250,30 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     retryable: false,
     action: (e) =>
       `Only workflows in the runtime dir can be changed; save a copy with workflow_save to override '${e.workflowId}' there.`,
+    fix: (e) => [source(e.workflowId)],
     legacy: (e) => ({ workflowId: e.workflowId, source: e.source, path: e.path }),
     context: (e) => ({ workflow_id: e.workflowId, path: e.path }),
+  },
+  runtime_dir_read_only: {
+    rpc: RpcCode.StorageError,
+    title: 'Storage error',
+    error_code: 'RUNTIME_DIR_READ_ONLY',
+    category: 'internal',
+    retryable: false,
+    action: (e) =>
+      `Make ${e.path} writable for the server, or set WORKFLOWLOOKUP_WORKFLOWS_PATH to a writable directory and restart it.`,
+    legacy: (e) => ({ path: e.path, details: e.details }),
+    context: (e) => ({ path: e.path }),
+  },
+  storage_full: {
+    rpc: RpcCode.StorageError,
+    title: 'Storage error',
+    error_code: 'STORAGE_FULL',
+    category: 'internal',
+    retryable: true,
+    action: (e) => `Free disk space (or quota) where ${e.path} lives, then retry; nothing was written.`,
+    legacy: (e) => ({ path: e.path, details: e.details }),
+    context: (e) => ({ path: e.path }),
   },
   path_outside_runtime: {
     rpc: RpcCode.SecurityError,
@@ -232,9 +293,10 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     category: 'execution',
     retryable: false,
     action: (e) =>
-      e.retryable
-        ? `Retry with workflow_resume${e.executionId ? ` {"execution_id": "${e.executionId}"}` : ''} once the API is reachable.`
+      e.retryable && e.executionId !== undefined
+        ? `The execution waits on step "${e.stepId}". ${commandCause(e.reason)}, then call workflow_resume {"execution_id": "${e.executionId}"} to retry it.`
         : `Check the "${e.command}" call (${e.reason}): its parameters, the catalog's base URL and credentials.`,
+    fix: (e) => (e.retryable && e.executionId !== undefined ? [resume(e.executionId)] : []),
     legacy: (e) => ({
       step_id: e.stepId,
       command: e.command,
@@ -264,8 +326,15 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     error_code: 'CATALOG_NOT_FOUND',
     category: 'not_found',
     retryable: false,
-    action: () =>
-      'Call command_list or read workflowlookup://catalogs/commands to see the catalogs, or import one.',
+    action: (e) =>
+      `Import the OpenAPI document of "${e.catalog}": catalog_import_openapi {"catalog_title": "${e.catalog}", "source": "<path or URL>"} (command_list {} shows the catalogs there are).`,
+    fix: (e) => [
+      next(
+        'catalog_import_openapi',
+        { catalog_title: e.catalog },
+        { source: `path (or allowed URL) of the OpenAPI document of "${e.catalog}"` },
+      ),
+    ],
     legacy: (e) => ({ catalog: e.catalog }),
     context: () => ({}),
   },
@@ -286,7 +355,8 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     category: 'validation',
     retryable: false,
     action: (e) =>
-      `Call workflow_resolve_inputs {"workflow_id": "${e.workflowId}", "inputs": {...}} and supply what it reports.`,
+      `Call workflow_resolve_inputs {"workflow_id": "${e.workflowId}", "inputs": {...}} with the inputs it reports fixed, then start again.`,
+    fix: (e) => [resolveInputsCall(e.workflowId, e.inputs as InputResolution[])],
     legacy: (e) => ({ workflowId: e.workflowId, inputs: e.inputs }),
     context: (e) => ({ workflow_id: e.workflowId }),
   },
@@ -297,9 +367,75 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     category: 'validation',
     retryable: false,
     action: (e) =>
-      `Ask the user, then call workflow_delete {"workflow_id": "${e.workflowId}", "confirm": true}.`,
-    legacy: (e) => ({ workflowId: e.workflowId, details: e.message }),
-    context: (e) => ({ workflow_id: e.workflowId }),
+      `Ask the user, then call ${e.tool ?? 'workflow_delete'} ${JSON.stringify({ ...(e.arguments ?? (e.workflowId !== undefined ? { workflow_id: e.workflowId } : {})), confirm: true })}.`,
+    // Never `confirm: true` ready to send: that is the user's word to give.
+    fix: (e) => [
+      next(
+        e.tool ?? 'workflow_delete',
+        e.arguments ?? (e.workflowId !== undefined ? { workflow_id: e.workflowId } : {}),
+        { confirm: 'true, only after the user said yes' },
+      ),
+    ],
+    legacy: (e) => defined({ workflowId: e.workflowId, details: e.message }),
+    context: (e) => defined({ workflow_id: e.workflowId }),
+  },
+  task_capability_required: {
+    // MCP 2025-11-25: a tool whose taskSupport is "required", called without a task, is -32601.
+    rpc: RpcCode.MethodNotFound,
+    title: 'Task augmentation required',
+    error_code: 'TASK_CAPABILITY_REQUIRED',
+    category: 'execution',
+    retryable: false,
+    action: (e) =>
+      `Connect with a tasks-capable MCP client and call ${e.tool} as a task (2025-11-25: tools/call with params.task; 2026-07-28: declare the io.modelcontextprotocol/tasks extension).`,
+    legacy: (e) => ({ tool: e.tool }),
+    context: () => ({}),
+  },
+  client_capability_required: {
+    rpc: RpcCode.MissingClientCapability,
+    title: 'Missing required client capability',
+    error_code: 'CLIENT_CAPABILITY_REQUIRED',
+    category: 'execution',
+    retryable: false,
+    action: (e) =>
+      `Connect with an MCP client that supports ${e.capabilities.join(' and ')} (declared in its capabilities), then call ${e.tool} again.`,
+    legacy: (e) => ({
+      tool: e.tool,
+      missing: e.capabilities,
+      requiredCapabilities: Object.fromEntries(e.capabilities.map((c) => [c, {}])),
+    }),
+    context: () => ({}),
+  },
+  task_not_found: {
+    // MCP tasks: an unknown (or expired, or another principal's) task id is invalid params.
+    rpc: RpcCode.InvalidParams,
+    title: 'Task not found',
+    error_code: 'TASK_NOT_FOUND',
+    category: 'not_found',
+    retryable: false,
+    action: () => 'Use a taskId from a CreateTaskResult (or tasks/list); expired tasks are deleted.',
+    legacy: (e) => ({ taskId: e.taskId, details: e.message }),
+    context: () => ({}),
+  },
+  task_terminal: {
+    rpc: RpcCode.InvalidParams,
+    title: 'Task already finished',
+    error_code: 'TASK_ALREADY_TERMINAL',
+    category: 'conflict',
+    retryable: false,
+    action: (e) => `Nothing to cancel; read the outcome with tasks/result {"taskId": "${e.taskId}"}.`,
+    legacy: (e) => ({ taskId: e.taskId, status: e.status, details: e.message }),
+    context: () => ({}),
+  },
+  task_cancelled: {
+    rpc: RpcCode.InvalidParams,
+    title: 'Task cancelled',
+    error_code: 'TASK_CANCELLED',
+    category: 'execution',
+    retryable: false,
+    action: () => 'Start it again if it is still wanted (workflow_run, or the orchestration tool).',
+    legacy: (e) => defined({ taskId: e.taskId, details: e.message }),
+    context: (e) => defined({ run_id: e.runId }),
   },
 };
 
@@ -312,6 +448,7 @@ export function domainToRpc(error: DomainError, correlationId: string = newCorre
   const m = ERROR_TABLE[error.code] as Mapping<typeof error.code>;
   const legacy = m.legacy(error as never);
   const violations = (legacy.violations as unknown[] | undefined) ?? [];
+  const calls = m.fix?.(error as never) ?? [];
   const structured: StructuredErrorData = {
     error_code: m.error_code,
     category: m.category,
@@ -321,6 +458,7 @@ export function domainToRpc(error: DomainError, correlationId: string = newCorre
     suggested_action: m.action(error as never),
     correlation_id: correlationId,
     violations,
+    ...(calls.length > 0 ? { next: calls } : {}),
   };
   return { code: m.rpc, message: m.title, data: { ...legacy, ...structured } };
 }
@@ -349,8 +487,11 @@ export function toRpcError(error: unknown, log?: (line: string) => void): RpcErr
   return { code: RpcCode.InternalError, message: 'Internal error', data: { ...structured } };
 }
 
-/** Zod issues as one readable line, e.g. "workflowId is required; completedSteps[1] ...". */
-export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
+/**
+ * Zod issues as one readable line, e.g. "workflowId is required; completedSteps[1] ...". Unknown
+ * arguments name the closest known ones ("did you mean").
+ */
+export function formatIssues(issues: readonly z.core.$ZodIssue[], knownKeys: readonly string[] = []): string {
   return issues
     .slice(0, 10)
     .map((issue) => {
@@ -359,11 +500,15 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
           typeof key === 'number' ? `${acc}[${key}]` : acc ? `${acc}.${String(key)}` : String(key),
         '',
       );
-      const message =
+      let message =
         issue.code === 'invalid_type' && /received undefined/.test(issue.message)
           ? 'is required'
           : issue.message;
-      return path ? `${path} ${message}` : message;
+      if (issue.code === 'unrecognized_keys' && issue.path.length === 0 && knownKeys.length > 0) {
+        message = issue.keys.map((k) => `unknown argument "${k}"${didYouMean(k, knownKeys)}`).join('; ');
+      }
+      // A message that already names its path ("workflow_name is required") is not prefixed again.
+      return path && !message.startsWith(path) ? `${path} ${message}` : message;
     })
     .join('; ');
 }
@@ -376,7 +521,11 @@ export function toToolErrorResult(error: RpcError): {
 } {
   const payload = { code: error.code, message: error.message, ...(error.data ? { data: error.data } : {}) };
   const data = error.data as Partial<StructuredErrorData> | undefined;
-  const summary = data?.message ? `${error.message}: ${data.message}` : error.message;
+  // "Workflow not found: Workflow not found" says nothing twice.
+  const summary =
+    data?.message === undefined || data.message.toLowerCase().startsWith(error.message.toLowerCase())
+      ? (data?.message ?? error.message)
+      : `${error.message}: ${data.message}`;
   return {
     isError: true,
     content: [

@@ -11,9 +11,12 @@ import {
 } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { DomainFailure, fail } from '../engine/errors.js';
+import type { Caller } from '../executions/execution-model.js';
 import type { PromptDefinition } from '../faces/prompt.js';
 import type { ResourceDefinition } from '../faces/resource.js';
 import type { ToolContext, ToolDefinition } from '../faces/tool.js';
+import { canonicalArguments } from './aliases.js';
+import { declaresExtension, InputRequiredSignal, roundTripConfirm } from './client-requests.js';
 import {
   domainToRpc,
   formatIssues,
@@ -22,26 +25,59 @@ import {
   toRpcError,
   toToolErrorResult,
 } from './error-mapping.js';
+import { installTasks, type TaskDriver } from './tasks-protocol.js';
+import { toolResult } from './tool-result.js';
+import type { ToolSwitch } from './tool-switch.js';
 
 export const SERVER_NAME = 'workflowlookup';
 
-export const INSTRUCTIONS =
-  'workflowlookup keeps you on the rails of a multi-step workflow. Call workflow_list to find a workflow, ' +
-  'then workflow_next with the completed step ids and your context to get one step at a time; check your ' +
-  'output with workflow_validate before marking a step complete. Send back the completedSteps and context ' +
-  'that workflow_next returns.';
+/**
+ * The server instructions, for the tools this connection lists: never a tool the client cannot see
+ * in tools/list (unlisted tools stay callable, and workflow_tools names them).
+ */
+export function instructionsFor(tools: ToolSwitch): string {
+  const has = (...names: string[]) => names.every((n) => tools.listed(n));
+  const parts = ['workflowlookup keeps you on the rails of a multi-step workflow.'];
+  if (has('workflow_start', 'workflow_next_step')) {
+    parts.push(
+      `Choose one${has('workflow_list') ? ' with workflow_list' : ''}, begin it with workflow_start {workflow_id}, do what agent_content says and report it with the workflow_next_step call in the answer's next (fill in output.summary).${has('workflow_resume') ? ' After a context reset, workflow_resume {execution_id} hands back the current step.' : ''}`,
+    );
+  }
+  if (has('workflow_next')) {
+    parts.push(
+      `Stateless guidance: workflow_next {workflowId, completedSteps, context} returns one step; send back the completedSteps and context it returns, plus the context variables the step sets${has('workflow_validate') ? ', and check a step output with workflow_validate' : ''}.`,
+    );
+  }
+  if (has('workflow_validate_manifest', 'workflow_save')) {
+    parts.push(
+      'To author a workflow, check it with workflow_validate_manifest {content}, then workflow_save {content}; the format is the resource workflowlookup://authoring/spec.',
+    );
+  }
+  if (has('workflow_resolve_inputs')) {
+    parts.push('workflow_resolve_inputs checks the inputs a workflow declares before a run.');
+  }
+  if (has('catalog_import_openapi')) {
+    parts.push('catalog_import_openapi turns an OpenAPI document into commands for command steps.');
+  }
+  if (has('workflow_run')) parts.push('workflow_run runs a workflow as an MCP task the server drives.');
+  parts.push(
+    "Answers of the execution, authoring and automation tools list in next the calls to make, ready to send (fill names what only you can supply); a failure's error.data.next is the call that fixes it.",
+  );
+  if (has('workflow_tools')) parts.push('workflow_tools lists the other tool groups and their tools.');
+  return parts.join(' ');
+}
 
 export interface ToolRunner {
   tools: readonly ToolDefinition[];
   /** Runs a tool from raw params: validation, handler and error mapping in one place. */
-  run(name: string, params: unknown, ctx?: ToolContext): Promise<{ result: unknown } | { error: RpcError }>;
+  run(name: string, params: unknown, ctx: ToolContext): Promise<{ result: unknown } | { error: RpcError }>;
 }
 
 export function createToolRunner(tools: readonly ToolDefinition[], log: (line: string) => void): ToolRunner {
   const byName = new Map(tools.map((t) => [t.name, t]));
   return {
     tools,
-    async run(name, params, ctx = {}) {
+    async run(name, params, ctx) {
       const tool = byName.get(name);
       if (tool === undefined) {
         return {
@@ -50,20 +86,27 @@ export function createToolRunner(tools: readonly ToolDefinition[], log: (line: s
       }
       try {
         // Seed 001 sends `"params": null` for tools without arguments.
-        const parsed = tool.inputSchema.safeParse(params ?? {});
+        const parsed = tool.inputSchema.safeParse(canonicalArguments(tool, params ?? {}));
         if (!parsed.success) {
           fail({
             code: 'invalid_params',
             message: 'Invalid params',
-            details: formatIssues(parsed.error.issues),
+            details: formatIssues(parsed.error.issues, schemaKeys(tool.inputSchema)),
           });
         }
         return { result: await tool.handler(parsed.data, ctx) };
       } catch (error) {
+        if (error instanceof InputRequiredSignal) throw error;
         return { error: toRpcError(error, log) };
       }
     },
   };
+}
+
+/** The argument names a tool's input object accepts. */
+function schemaKeys(schema: z.ZodType): string[] {
+  const shape = (schema as unknown as { shape?: Record<string, unknown> }).shape;
+  return shape ? Object.keys(shape) : [];
 }
 
 /**
@@ -91,17 +134,6 @@ function publishOnly(schema: z.ZodType): StandardSchemaWithJSON {
   };
 }
 
-/** Text copies of results the faces hand out repeatedly (e.g. the cached workflow list). */
-const textCache = new WeakMap<object, string>();
-function textOf(result: Record<string, unknown>): string {
-  let text = textCache.get(result);
-  if (text === undefined) {
-    text = JSON.stringify(result);
-    textCache.set(result, text);
-  }
-  return text;
-}
-
 const NOT_FOUND = new Set([
   'execution_not_found',
   'workflow_not_found',
@@ -110,12 +142,20 @@ const NOT_FOUND = new Set([
 ]);
 
 /** Reads a resource; unknown ids become resource-not-found, other domain errors their JSON-RPC error. */
-async function readResource(resource: ResourceDefinition, uri: URL, variables: Record<string, string>) {
+async function readResource(
+  resource: ResourceDefinition,
+  uri: URL,
+  variables: Record<string, string>,
+  caller: Caller,
+) {
   try {
-    const value = await resource.read(variables, uri);
+    const value = await resource.read(variables, uri, caller);
     const mimeType = resource.mimeType ?? 'application/json';
-    const text = mimeType === 'application/json' ? JSON.stringify(value, null, 2) : String(value);
-    return { contents: [{ uri: uri.href, mimeType, text }] };
+    // Compact: agents pay for every byte they read, and indentation was a third of them.
+    const text = mimeType === 'application/json' ? JSON.stringify(value) : String(value);
+    return {
+      contents: [{ uri: uri.href, mimeType, text, ...(resource.meta ? { _meta: resource.meta } : {}) }],
+    };
   } catch (error) {
     if (!(error instanceof DomainFailure)) throw error;
     if (NOT_FOUND.has(error.error.code)) {
@@ -161,11 +201,35 @@ function flatVariables(variables: Record<string, string | string[]>): Record<str
   );
 }
 
-/** Elicitation, where the client declared it (push-style requests exist only before 2026-07-28). */
-function toolContext(server: McpServer, ctx: ServerContext): ToolContext {
-  const canElicit = server.server.getClientCapabilities()?.elicitation !== undefined;
-  if (!canElicit) return {};
+/**
+ * Who calls: the principal the HTTP layer authenticated (carried in the auth info), else the one the
+ * server was built for (the local user on stdio).
+ */
+function callerOf(ctx: ServerContext, parts: Pick<ServerParts, 'principal' | 'detach'>): Caller {
+  const auth = ctx.http?.authInfo;
+  const fromAuth = auth?.extra?.principal;
+  const { detach } = parts;
   return {
+    principal: typeof fromAuth === 'string' ? fromAuth : parts.principal,
+    signal: ctx.mcpReq.signal,
+    ...(detach ? { onNetworkWait: () => detach(ctx.mcpReq.id) } : {}),
+  };
+}
+
+/**
+ * Elicitation, where the client declared it: pushed before 2026-07-28, a multi round-trip
+ * `input_required` answer on 2026-07-28 (servers cannot send requests there).
+ */
+function toolContext(server: McpServer, ctx: ServerContext, parts: ServerParts): ToolContext {
+  const caller = callerOf(ctx, parts);
+  const tools = parts.tools;
+  const roundTrip = roundTripConfirm(ctx);
+  if (roundTrip) return { caller, tools, confirm: roundTrip };
+  const canElicit = server.server.getClientCapabilities()?.elicitation !== undefined;
+  if (!canElicit) return { caller, tools };
+  return {
+    caller,
+    tools,
     confirm: async (message) => {
       const answer = await ctx.mcpReq.elicitInput({
         mode: 'form',
@@ -226,22 +290,62 @@ function registerPrompt(
 }
 
 export interface ServerParts {
+  /** The tool groups this connection lists. */
+  tools: ToolSwitch;
+  /** The principal requests are attributed to when the transport authenticates nobody. */
+  principal: string;
+  /** Lets the transport serve later requests while request `id` waits on the network. */
+  detach?: ((id: string | number) => void) | undefined;
+  /** The era the transport will speak; 2025-only surfaces (resources/subscribe) exist only there. */
+  era?: 'legacy' | 'modern' | undefined;
+  /** Subscribes to changes of the workflow definitions (for resources/updated); returns an unsubscribe. */
+  onDefinitionsChanged?: ((listener: () => void) => () => void) | undefined;
   runner: ToolRunner;
   resources: readonly ResourceDefinition[];
   prompts: readonly PromptDefinition[];
+  /** Runs task tools as MCP tasks (absent: no tasks capability). */
+  tasks?: TaskDriver | undefined;
   /** Workflow ids starting with a prefix, for prompt argument completion. */
   workflowIds: (prefix: string) => Promise<string[]>;
   version: string;
 }
 
+/**
+ * resources/subscribe (2025 era): a subscribed workflow resource gets notifications/resources/updated
+ * when definitions change on disk or through the authoring tools.
+ */
+function subscriptions(server: McpServer, onDefinitionsChanged: ServerParts['onDefinitionsChanged']): void {
+  const subscribed = new Set<string>();
+  server.server.setRequestHandler('resources/subscribe', async (request) => {
+    subscribed.add(request.params.uri);
+    return {};
+  });
+  server.server.setRequestHandler('resources/unsubscribe', async (request) => {
+    subscribed.delete(request.params.uri);
+    return {};
+  });
+  const off = onDefinitionsChanged?.(() => {
+    if (!server.isConnected()) return;
+    for (const uri of subscribed) {
+      if (
+        /^workflowlookup:\/\/(workflow\/(available_workflows|workflow_details)|authoring\/manifests)/.test(
+          uri,
+        )
+      ) {
+        void server.server.sendResourceUpdated({ uri }).catch(() => undefined);
+      }
+    }
+  });
+  const previous = server.server.onclose;
+  server.server.onclose = () => {
+    off?.();
+    previous?.();
+  };
+}
+
 /** Builds the SDK server with every tool, resource and prompt registered. */
-export function createMcpServer({
-  runner,
-  resources,
-  prompts,
-  workflowIds,
-  version,
-}: ServerParts): McpServer {
+export function createMcpServer(parts: ServerParts): McpServer {
+  const { principal, runner, resources, prompts, workflowIds, version } = parts;
   const server = new McpServer(
     { name: SERVER_NAME, version, description: 'Workflow Orchestration System MCP Server' } as {
       name: string;
@@ -250,49 +354,125 @@ export function createMcpServer({
     {
       capabilities: {
         tools: { listChanged: true },
-        resources: { listChanged: true },
-        ...(prompts.length > 0 ? { prompts: { listChanged: false } } : {}),
+        // resources/subscribe is a 2025-era request; 2026-07-28 clients listen through subscriptions/listen.
+        resources: { listChanged: true, ...(parts.era !== 'modern' ? { subscribe: true } : {}) },
+        prompts: { listChanged: false },
+        logging: {},
       },
-      instructions: INSTRUCTIONS,
+      instructions: instructionsFor(parts.tools),
     },
   );
   for (const prompt of prompts) registerPrompt(server, prompt, workflowIds);
+  if (parts.era !== 'modern') subscriptions(server, parts.onDefinitionsChanged);
   for (const resource of resources) {
     const meta = {
       title: resource.title,
       description: resource.description,
       mimeType: resource.mimeType ?? 'application/json',
+      ...(resource.meta ? { _meta: resource.meta } : {}),
     };
     if (!resource.uri.includes('{')) {
-      server.registerResource(resource.name, resource.uri, meta, (uri) => readResource(resource, uri, {}));
+      server.registerResource(resource.name, resource.uri, meta, (uri, ctx) =>
+        readResource(resource, uri, {}, callerOf(ctx, parts)),
+      );
       continue;
     }
     const list = resource.list;
+    // The SDK passes no request context to list and complete callbacks: they act for the server's principal.
+    const caller: Caller = { principal };
+    const complete = resource.complete
+      ? Object.fromEntries(
+          Object.entries(resource.complete).map(([name, fn]) => [name, (value: string) => fn(value, caller)]),
+        )
+      : undefined;
     const template = new ResourceTemplate(new QueryTolerantTemplate(resource.uri), {
-      list: list ? async () => ({ resources: await list() }) : undefined,
-      ...(resource.complete ? { complete: resource.complete } : {}),
+      list: list ? async () => ({ resources: await list(caller) }) : undefined,
+      ...(complete ? { complete } : {}),
     });
-    server.registerResource(resource.name, template, meta, (uri, variables) =>
-      readResource(resource, uri, flatVariables(variables as Record<string, string | string[]>)),
+    server.registerResource(resource.name, template, meta, (uri, variables, ctx) =>
+      readResource(
+        resource,
+        uri,
+        flatVariables(variables as Record<string, string | string[]>),
+        callerOf(ctx, parts),
+      ),
     );
   }
   for (const tool of runner.tools) {
-    server.registerTool(
+    const registered = server.registerTool(
       tool.name,
       {
         title: tool.title,
         description: tool.description,
         inputSchema: publishOnly(tool.inputSchema),
-        outputSchema: publishOnly(tool.outputSchema),
-        annotations: { title: tool.title, ...tool.annotations },
+        // No output schemas: they were most of tools/list's bytes, and clients read structuredContent
+        // without them. The zod output schemas stay the handlers' contract, checked in the tests.
+        // The title once, at the top level (annotations.title is its older place; clients read either).
+        annotations: tool.annotations,
+        ...(tool.meta ? { _meta: tool.meta } : {}),
       },
       async (args: unknown, ctx: ServerContext) => {
-        const outcome = await runner.run(tool.name, args, toolContext(server, ctx));
+        let outcome: Awaited<ReturnType<ToolRunner['run']>>;
+        try {
+          outcome = await runner.run(tool.name, args, toolContext(server, ctx, parts));
+        } catch (error) {
+          if (error instanceof InputRequiredSignal) return error.result;
+          throw error;
+        }
         if ('error' in outcome) return toToolErrorResult(outcome.error);
         const structured = outcome.result as Record<string, unknown>;
-        return { content: [{ type: 'text', text: textOf(structured) }], structuredContent: structured };
+        return toolResult(tool, structured);
       },
     );
+    if (tool.task) registered.execution = { taskSupport: tool.task.support };
   }
+  const driver = parts.tasks;
+  if (driver) {
+    installTasks(server, {
+      driver,
+      principalOf: (ctx) => callerOf(ctx, parts).principal,
+      detach: parts.detach,
+    });
+  }
+  listOnly(server, parts.tools);
   return server;
+}
+
+type ListHandler = (
+  request: unknown,
+  ctx: unknown,
+) => Promise<{ tools: { name: string; _meta?: Record<string, unknown> }[] }>;
+
+/** The MCP Apps extension (spec 2026-01-26) a host declares when it renders ui:// views. */
+const APPS_EXTENSION = 'io.modelcontextprotocol/ui';
+
+function withoutAppLinks<T extends { _meta?: Record<string, unknown> }>(tool: T): T {
+  if (tool._meta === undefined) return tool;
+  const { ui: _ui, 'ui/resourceUri': _legacy, ...rest } = tool._meta;
+  const { _meta: _dropped, ...plain } = tool;
+  return (Object.keys(rest).length > 0 ? { ...plain, _meta: rest } : plain) as T;
+}
+
+/** tools/list shows the connection's listed groups; every registered tool stays callable. */
+function listOnly(server: McpServer, tools: ToolSwitch): void {
+  const sdkList = (
+    server.server as unknown as { _getRequestHandler(m: string): ListHandler | undefined }
+  )._getRequestHandler('tools/list');
+  if (sdkList === undefined) return;
+  server.server.setRequestHandler('tools/list', async (request, ctx) => {
+    const listed = await sdkList(request, ctx);
+    const shown = listed.tools.filter((t) => tools.listed(t.name));
+    // The MCP Apps links are for hosts that render views: other clients would only pay for the bytes.
+    const apps = declaresExtension(server, ctx as ServerContext, APPS_EXTENSION);
+    return { ...listed, tools: apps ? shown : shown.map(withoutAppLinks) } as never;
+  });
+  tools.onChange = () => {
+    if (server.isConnected()) void server.sendToolListChanged();
+  };
+}
+
+/** A tool's input as the JSON Schema tools/list publishes (for workflow_tools). */
+export function inputJsonSchema(tool: ToolDefinition): Record<string, unknown> {
+  const { $schema: _drop, ...schema } = z.toJSONSchema(tool.inputSchema, { unrepresentable: 'any' });
+  return schema;
 }

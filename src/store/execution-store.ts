@@ -1,12 +1,17 @@
 import type { ExecutionState } from '../engine/state-machine.js';
+import type { RuntimeDocumentStore } from './runtime-documents.js';
 
 /**
- * The storage port for durable executions. The SQLite adapter implements it today; a PostgreSQL
- * adapter must give the same behaviour: every `transaction` is serializable and all-or-nothing, and
- * transactions from any number of processes sharing the store never interleave their effects.
+ * The storage port for durable executions, implemented by the SQLite adapter (src/store/sqlite) and
+ * the PostgreSQL adapter (src/store/postgres) with the same behaviour, which one contract suite
+ * (src/store/store-contract.test.ts) checks on both: every `transaction` is serializable and
+ * all-or-nothing, and transactions from any number of processes sharing the store never interleave
+ * their effects. Timestamps are ISO-8601 UTC strings as `Date#toISOString` writes them.
  */
 export interface ExecutionRecord {
   execution_id: string;
+  /** Who started it: only this principal sees and advances it ('local' for stdio). */
+  principal: string;
   workflow_name: string;
   /** sha256 of the pinned definition (see `definitions`). */
   definition_hash: string;
@@ -43,6 +48,9 @@ export interface StepRecord {
   completed_at: string | null;
   duration_ms: number | null;
   output: unknown;
+  /** Who is running it now (command steps only), and until when; an expired lease may be taken over. */
+  lease_owner: string | null;
+  lease_expires_at: string | null;
 }
 
 export interface ArtifactRecord {
@@ -81,16 +89,144 @@ export interface SubmissionRecord {
   created_at: string;
 }
 
+/** A definition pinned by an execution, keyed by the sha256 of its content. */
+export interface DefinitionRecord {
+  hash: string;
+  workflow_id: string;
+  content: string;
+  created_at: string;
+}
+
 export interface ExecutionFilter {
+  principal?: string;
   workflow_name?: string;
   states?: readonly ExecutionState[];
   limit: number;
 }
 
+/** A position in the listing order (most recently updated first, then execution id, descending). */
+export interface ExecutionCursor {
+  updated_at: string;
+  execution_id: string;
+}
+
+/** Filters of a page of execution heads (the dashboard's list). */
+export interface ExecutionPageFilter extends ExecutionFilter {
+  /** Only executions last changed at or after this time (ISO 8601). */
+  updated_since?: string;
+  /** Only executions last changed before this time (ISO 8601). */
+  updated_before?: string;
+  /** The page that follows this position (older executions). */
+  older_than?: ExecutionCursor;
+  /** The page that precedes this position (newer executions: the `limit` closest to it). */
+  newer_than?: ExecutionCursor;
+}
+
+export type ExecutionCountFilter = Omit<
+  ExecutionPageFilter,
+  'states' | 'older_than' | 'newer_than' | 'limit'
+>;
+
+/** What a listing shows of an execution: no context, tokens or metadata (which can be large). */
+export type ExecutionHead = Pick<
+  ExecutionRecord,
+  | 'execution_id'
+  | 'principal'
+  | 'workflow_name'
+  | 'state'
+  | 'current_step'
+  | 'current_seq'
+  | 'token_attempt'
+  | 'started_at'
+  | 'updated_at'
+  | 'completed_at'
+  | 'duration_ms'
+>;
+
 export interface TelemetryFilter {
+  /** Only events of this principal's executions. */
+  principal?: string;
   execution_id?: string;
   event_type?: string;
   limit: number;
+}
+
+/** MCP task statuses (2025-11-25 names); completed, failed and cancelled never change again. */
+export const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+/** An input request a task waits on: an `elicitation/create` or `sampling/createMessage` request. */
+export interface TaskInputRequest {
+  method: string;
+  params: Record<string, unknown>;
+}
+
+/**
+ * A task (long work run in the background for a tool call), kept durably so that any process sharing
+ * the store can answer for it and a restarted one can resume or fail it.
+ */
+export interface TaskRecord {
+  /** Cryptographically random; the only handle a client has. */
+  task_id: string;
+  /** Only this principal sees, waits on, cancels or lists it. */
+  principal: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  /** The execution a run drives (its run id), once known. */
+  run_id: string | null;
+  workflow_id: string | null;
+  status: TaskStatus;
+  status_message: string | null;
+  /** The latest status snapshot (seed 003 §10.4: run id, step, state, summary). */
+  snapshot: Record<string, unknown>;
+  created_at: string;
+  last_updated_at: string;
+  /** Retention from creation in ms (null: unlimited); `expires_at` is created_at + ttl. */
+  ttl_ms: number | null;
+  expires_at: string | null;
+  poll_interval_ms: number;
+  /** Outstanding input requests by key; a key is never reused within a task. */
+  input_requests: Record<string, TaskInputRequest>;
+  /** Answers received for outstanding keys, not yet taken by the worker. */
+  input_responses: Record<string, unknown>;
+  /** When terminal: the tool result (`isError` for failures) or a JSON-RPC error, never both. */
+  result: Record<string, unknown> | null;
+  error: Record<string, unknown> | null;
+  /** The process working on it and until when its lease runs (renewed while it works). */
+  owner: string | null;
+  lease_expires_at: string | null;
+  /** Protocol details fixed at creation (era, progress token, client capabilities, counters). */
+  meta: Record<string, unknown>;
+}
+
+export interface TaskFilter {
+  principal?: string;
+  run_id?: string;
+  statuses?: readonly TaskStatus[];
+  /** Only tasks created strictly before this position (newest first: the cursor of the previous page). */
+  before?: { created_at: string; task_id: string };
+  limit: number;
+}
+
+/** What `purgeHistory` removes: finished executions (never running ones) of one principal. */
+export interface PurgeFilter {
+  principal: string;
+  workflow_name?: string;
+  /** Only executions that finished (or, for tasks without a run, were last updated) before this time. */
+  finished_before?: string;
+  /** Terminal execution states to remove (completed, failed, abandoned, diverged). */
+  states: readonly ExecutionState[];
+  /** Count only; delete nothing. */
+  dry_run?: boolean;
+}
+
+export interface PurgeCounts {
+  executions: number;
+  steps: number;
+  artifacts: number;
+  telemetry: number;
+  submissions: number;
+  tasks: number;
 }
 
 export interface StoreReader {
@@ -102,6 +238,26 @@ export interface StoreReader {
   getTelemetry(filter: TelemetryFilter): Promise<TelemetryRecord[]>;
   getSubmission(nonce: string): Promise<SubmissionRecord | undefined>;
   getDefinition(hash: string): Promise<string | undefined>;
+  /** The pinned definition with its id and pin time (export). */
+  getPinnedDefinition(hash: string): Promise<DefinitionRecord | undefined>;
+  /** Every token used on an execution, oldest first (export). */
+  getSubmissions(executionId: string): Promise<SubmissionRecord[]>;
+  /** Executions of every principal with an id after `after`, in id order: a stable way to page through all. */
+  pageExecutions(after: string | null, limit: number): Promise<ExecutionRecord[]>;
+  getTask(taskId: string): Promise<TaskRecord | undefined>;
+  /** Newest first (created_at, then task_id, descending). */
+  listTasks(filter: TaskFilter): Promise<TaskRecord[]>;
+  /** A page of execution heads, most recently updated first (then execution id, descending). */
+  listExecutionHeads(filter: ExecutionPageFilter): Promise<ExecutionHead[]>;
+  /** How many executions match, per state (states with none may be left out). */
+  countExecutions(filter: ExecutionCountFilter): Promise<Partial<Record<ExecutionState, number>>>;
+  /** Every principal that has executions, sorted. */
+  listPrincipals(): Promise<string[]>;
+  /**
+   * A principal's executions changed at or after `since` (ISO 8601), least recently updated first: what
+   * a watcher polls. Changes within one millisecond share `updated_at`; callers dedupe on the boundary.
+   */
+  changedExecutions(filter: { principal: string; since: string; limit: number }): Promise<ExecutionHead[]>;
 }
 
 export interface StoreWriter extends StoreReader {
@@ -113,12 +269,46 @@ export interface StoreWriter extends StoreReader {
   insertArtifact(artifact: NewArtifact): Promise<number>;
   insertTelemetry(event: NewTelemetry): Promise<void>;
   recordSubmission(record: SubmissionRecord): Promise<void>;
+  /** Replaces a recorded answer (a submission recorded before its command steps ran gets its final one). */
+  updateSubmission(nonce: string, response: unknown): Promise<void>;
+  /** Import keeps what another store recorded: the pin time of a definition (an existing pin is kept)… */
+  importDefinition(record: DefinitionRecord): Promise<void>;
+  /** …and the creation time of artifacts and events; the ids are this store's (returned for artifacts). */
+  importArtifact(record: Omit<ArtifactRecord, 'id'>): Promise<number>;
+  importTelemetry(record: Omit<TelemetryRecord, 'id'>): Promise<void>;
+  insertTask(record: TaskRecord): Promise<void>;
+  /** Saves every field but task_id, principal and created_at. A terminal status never changes. */
+  updateTask(record: TaskRecord): Promise<void>;
+  /** Deletes terminal tasks whose retention ended before `now`; returns how many. */
+  deleteExpiredTasks(now: string): Promise<number>;
+  /**
+   * Removes finished executions matching the filter with their steps, artifacts, submissions,
+   * telemetry and tasks (and finished tasks without a run that match it); returns the counts.
+   */
+  purgeHistory(filter: PurgeFilter): Promise<PurgeCounts>;
 }
 
 export interface ExecutionStore extends StoreReader {
-  /** Runs `fn` atomically; nothing it wrote survives if it throws. */
+  /**
+   * Runs `fn` atomically; nothing it wrote survives if it throws. An adapter may run `fn` again after
+   * a conflict with a concurrent transaction (PostgreSQL does, on a serialization failure), so `fn`
+   * must act on the store only through `tx` and keep no effect of a previous run.
+   */
   transaction<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T>;
+  /** The newest migration applied (the migrations.ts of each adapter); both adapters number them alike. */
+  schemaVersion(): Promise<number>;
+  /**
+   * Calls `listener` after commits the adapter learns of (its own; PostgreSQL also others' through
+   * LISTEN/NOTIFY), so watchers look at once instead of at their next poll. Returns the unsubscribe.
+   * Optional: without it, watchers only poll.
+   */
+  watch?(listener: () => void): () => void;
+  /**
+   * Runtime workflows, catalogs and credential bindings kept in the database so that replicas share
+   * them (PostgreSQL). Absent where they live in files (SQLite).
+   */
+  readonly documents?: RuntimeDocumentStore;
   close(): Promise<void>;
-  /** Where the data lives, for messages. */
+  /** Where the data lives, for messages (never with a password). */
   readonly location: string;
 }

@@ -1,5 +1,7 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
+import { parseDefinition } from './parse.js';
+import { readInside, realDir, resolveInside } from './safe-files.js';
 import { DirectoryWatcher } from './watch.js';
 
 /** An agent persona: a markdown file with YAML front matter (name, description, and any other keys). */
@@ -21,13 +23,11 @@ async function parsePersona(file: string, text: string): Promise<Persona | undef
   let body = text;
   const match = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?/.exec(text);
   if (match) {
-    const mod = (await import('yaml')) as typeof import('yaml') & { default?: typeof import('yaml') };
-    try {
-      const parsed = (mod.default ?? mod).parse(match[1] ?? '');
-      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) metadata = parsed;
-    } catch {
-      return undefined;
-    }
+    const parsed = await parseDefinition(match[1] ?? '', 'yaml', { maxDepth: 32 });
+    if (!parsed.ok) return undefined;
+    const data = parsed.data;
+    if (data !== null && typeof data === 'object' && !Array.isArray(data))
+      metadata = data as Record<string, unknown>;
     body = text.slice(match[0].length);
   }
   const name = typeof metadata.name === 'string' ? metadata.name : basename(file, extname(file));
@@ -73,23 +73,27 @@ export class PersonaRegistry {
     this.watcher.close();
   }
 
+  /** Reads every `.md` file; a link that leaves its directory is never followed (like workflow sources). */
   private async load(): Promise<void> {
     const next = new Map<string, Persona>();
     for (const dir of this.dirs) {
+      const root = await realDir(dir);
+      if (root === undefined) continue;
       let names: string[];
       try {
-        names = (await readdir(dir)).filter((n) => n.endsWith('.md')).sort();
+        names = (await readdir(root)).filter((n) => n.endsWith('.md')).sort();
       } catch {
         continue;
       }
       for (const name of names) {
         try {
-          const text = await readFile(join(dir, name), 'utf8');
-          if (Buffer.byteLength(text) > MAX_PERSONA_BYTES) continue;
+          const target = await resolveInside(root, name);
+          if (target.kind !== 'file') continue;
+          const text = (await readInside(root, target.path, MAX_PERSONA_BYTES)).toString('utf8');
           const persona = await parsePersona(join(dir, name), text);
           if (persona) next.set(persona.name, persona);
         } catch {
-          // unreadable or vanished: skip
+          // unreadable, too large, a link swapped in, or vanished: skip
         }
       }
     }

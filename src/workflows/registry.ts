@@ -1,14 +1,26 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { SourceKind, WorkflowSource } from '../config.js';
-import { DEFAULT_CATEGORY, type Workflow } from './model.js';
-import { type DefinitionFormat, formatOf, parseDefinition } from './parse.js';
-import { type Violation, validateDefinition } from './validate-definition.js';
+import { readdir } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { fail } from '../engine/errors.js';
+import { ValidationEngine } from '../engine/validation-engine.js';
+import type { Violation } from '../model/violation.js';
+import { DEFAULT_CATEGORY, type Workflow } from '../model/workflow.js';
+import type { RuntimeDocumentStore } from '../store/runtime-documents.js';
+import { type CheckReport, checkDefinition, DEFINITION_LIMITS, oversize } from './check.js';
+import { type DefinitionFormat, formatOf } from './parse.js';
+import { readInside, readSourceFile, realDir, resolveInside, UnsafeFileError } from './safe-files.js';
+import type { SourceKind, WorkflowSource } from './sources.js';
 import { DirectoryWatcher } from './watch.js';
 
+const UNREADABLE: Record<UnsafeFileError['reason'], string> = {
+  outside: 'it links outside its source directory',
+  'too-large': 'it is larger than 1 MiB',
+  'not-file': 'it is not a regular file',
+  changed: 'it changed while it was read; try again',
+};
+
 /** Definition files larger than this are reported as broken instead of parsed. */
-export const MAX_DEFINITION_BYTES = 1024 * 1024;
+export const MAX_DEFINITION_BYTES = DEFINITION_LIMITS.maxBytes;
 
 /** The version of a definition file: sha256 of its bytes (pins executions, guards saves). */
 export function contentVersion(bytes: string | Buffer): string {
@@ -44,9 +56,21 @@ export interface WorkflowSummary {
 }
 
 interface CachedFile {
+  /** The file actually read (a link inside the source dir is resolved), with what identifies its version. */
+  real: string;
   mtimeMs: number;
   size: number;
+  ino: number;
   entry: RegistryEntry;
+}
+
+export interface RegistryOptions {
+  /** Watch the sources for changes once the first load completes. */
+  watch?: boolean;
+  /** The regex and JSON Schema engine the `strict` check needs (default: a new one). */
+  engine?: ValidationEngine;
+  /** WORKFLOWLOOKUP_ALLOWED_ENV: the env names definitions may read (default none). */
+  allowedEnv?: ReadonlySet<string>;
 }
 
 /** What workflow_list serves; rebuilt only when a source changes, so callers may hand it out as is. */
@@ -62,23 +86,32 @@ interface View {
 
 /**
  * Loads definitions from the sources once, keeps them in memory, and refreshes a directory when a
- * watcher reports a change in it. Unchanged files (same mtime and size) are never re-parsed.
+ * watcher reports a change in it. Unchanged files (same mtime and size) are never re-parsed. Every
+ * file of every source goes through the same `strict` check as `workflowlookup validate` and
+ * `workflow_validate_manifest`, and a link that leads outside its source directory is never followed.
  */
 export class WorkflowRegistry {
   private readonly files = new Map<string, Map<string, CachedFile>>();
   private view: View = { byId: new Map(), listing: { workflows: [], broken: [] } };
   private readonly watcher = new DirectoryWatcher((dir) => this.onDirChange(dir));
+  private readonly unwatch: (() => void)[] = [];
   private loading: Promise<void> | undefined;
   private refreshing = Promise.resolve();
   private closed = false;
   /** Called after a refresh changed what the registry serves. */
   onChange: (() => void) | undefined;
 
+  private readonly engine: ValidationEngine;
+  readonly allowedEnv: ReadonlySet<string>;
+
   /** With `watch`, the sources are watched for changes as soon as the first load completes. */
   constructor(
     readonly sources: readonly WorkflowSource[],
-    private readonly options: { watch?: boolean } = {},
-  ) {}
+    private readonly options: RegistryOptions = {},
+  ) {
+    this.engine = options.engine ?? new ValidationEngine();
+    this.allowedEnv = options.allowedEnv ?? new Set();
+  }
 
   /** Loads every source (once; later calls wait for the same load). */
   ready(): Promise<void> {
@@ -92,12 +125,23 @@ export class WorkflowRegistry {
 
   /** Starts watching every existing source directory. Watchers never keep the process alive. */
   private watch(): void {
-    for (const source of this.sources) this.watcher.add(source.dir);
+    for (const source of this.sources) {
+      if (source.documents === undefined) this.watcher.add(source.dir);
+      else {
+        // Told of every replica's saves (and to read everything after a lost connection).
+        this.unwatch.push(
+          source.documents.watch((kind) => {
+            if (kind === undefined || kind === 'workflow') this.onDirChange(source.dir);
+          }),
+        );
+      }
+    }
   }
 
   close(): void {
     this.closed = true;
     this.watcher.close();
+    for (const stop of this.unwatch.splice(0)) stop();
   }
 
   /** Rescans every source now (after a write through the server, so the change is visible at once). */
@@ -125,6 +169,23 @@ export class WorkflowRegistry {
     return this.view.byId.get(id);
   }
 
+  /** A valid workflow by id; "missing" and "broken" become the seed's -32001 / -32002 errors. */
+  require(id: string): LoadedWorkflow {
+    const entry = this.view.byId.get(id);
+    if (entry === undefined)
+      fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+    if (entry.status === 'broken') {
+      fail({
+        code: 'workflow_invalid',
+        message: 'Invalid workflow',
+        workflowId: id,
+        file: entry.file,
+        violations: entry.violations,
+      });
+    }
+    return entry;
+  }
+
   list(): Listing {
     return this.view.listing;
   }
@@ -139,6 +200,16 @@ export class WorkflowRegistry {
     return this.view.byId.values();
   }
 
+  /** Every file of every source, overridden ones included, sources in precedence order (lowest first). */
+  bySource(): { source: WorkflowSource; entries: RegistryEntry[] }[] {
+    return this.sources.map((source) => ({
+      source,
+      entries: [...(this.files.get(source.dir)?.values() ?? [])]
+        .map((f) => f.entry)
+        .sort((a, b) => (a.file < b.file ? -1 : 1)),
+    }));
+  }
+
   private onDirChange(dir: string): void {
     const source = this.sources.find((s) => s.dir === dir);
     if (source === undefined) return;
@@ -151,38 +222,173 @@ export class WorkflowRegistry {
   }
 
   private async scan(source: WorkflowSource): Promise<void> {
+    if (source.documents !== undefined) return this.scanDocuments(source, source.documents);
     const previous = this.files.get(source.dir) ?? new Map<string, CachedFile>();
     const next = new Map<string, CachedFile>();
-    let names: string[];
-    try {
-      names = (await readdir(source.dir))
-        .filter((n) => formatOf(n) !== undefined && !n.startsWith('.'))
-        .sort();
-    } catch {
-      names = [];
+    const root = await realDir(source.dir);
+    let names: string[] = [];
+    if (root !== undefined) {
+      try {
+        names = (await readdir(root)).filter((n) => formatOf(n) !== undefined && !n.startsWith('.')).sort();
+      } catch {
+        names = [];
+      }
     }
+    await this.engine.load();
     await Promise.all(
       names.map(async (name) => {
         const file = join(source.dir, name);
-        try {
-          const info = await stat(file);
-          if (!info.isFile()) return;
-          const cached = previous.get(file);
-          if (cached && cached.mtimeMs === info.mtimeMs && cached.size === info.size) {
-            next.set(file, cached);
-            return;
-          }
-          next.set(file, {
-            mtimeMs: info.mtimeMs,
-            size: info.size,
-            entry: await loadFile(file, source, info.size),
-          });
-        } catch {
-          // Deleted between readdir and stat/read: it is simply gone.
+        const target = await resolveInside(root as string, name);
+        if (target.kind === 'skip') return;
+        if (target.kind === 'outside') {
+          const entry = brokenEntry(file, source.kind, [
+            {
+              path: '',
+              rule: 'symlink',
+              message:
+                'a symbolic link to a file outside its source directory; links that leave it are never followed',
+            },
+          ]);
+          next.set(file, { real: '', mtimeMs: 0, size: 0, ino: 0, entry });
+          return;
         }
+        const { info, path: real } = target;
+        const cached = previous.get(file);
+        if (
+          cached &&
+          cached.real === real &&
+          cached.mtimeMs === info.mtimeMs &&
+          cached.size === info.size &&
+          cached.ino === info.ino
+        ) {
+          next.set(file, cached);
+          return;
+        }
+        const entry = await this.load(file, real, root as string, source.kind, info.size);
+        if (entry) next.set(file, { real, mtimeMs: info.mtimeMs, size: info.size, ino: info.ino, entry });
       }),
     );
     this.files.set(source.dir, next);
+  }
+
+  /**
+   * Reads a database source's definitions, checking only those whose version changed. A database that
+   * does not answer leaves what was read before in place; the store's reconnection reads again.
+   */
+  private async scanDocuments(source: WorkflowSource, documents: RuntimeDocumentStore): Promise<void> {
+    let docs: Awaited<ReturnType<RuntimeDocumentStore['list']>>;
+    try {
+      docs = await documents.list('workflow');
+    } catch {
+      return;
+    }
+    const previous = this.files.get(source.dir) ?? new Map<string, CachedFile>();
+    const next = new Map<string, CachedFile>();
+    await this.engine.load();
+    await Promise.all(
+      docs.map(async (doc) => {
+        const file = `${source.dir}/${doc.name}`;
+        const cached = previous.get(file);
+        if (cached && cached.real === doc.version) {
+          next.set(file, cached);
+          return;
+        }
+        const format = formatOf(doc.name) ?? 'json';
+        const report = await checkDefinition({ text: doc.content, format }, 'strict', {
+          engine: this.engine,
+          allowedEnv: this.allowedEnv,
+        });
+        const entry = fromReport(file, source.kind, format, doc.version, report);
+        next.set(file, { real: doc.version, mtimeMs: 0, size: 0, ino: 0, entry });
+      }),
+    );
+    this.files.set(source.dir, next);
+  }
+
+  /** Reads and checks one file; undefined when it vanished or turned into something unreadable. */
+  private async load(
+    file: string,
+    real: string,
+    root: string,
+    kind: SourceKind,
+    size: number,
+  ): Promise<RegistryEntry | undefined> {
+    const format = formatOf(file) as DefinitionFormat;
+    // Reported from its size alone: such a file is never read.
+    const big = oversize(size);
+    if (big) return brokenEntry(file, kind, [big]);
+    let bytes: Buffer;
+    try {
+      bytes = await readInside(root, real, DEFINITION_LIMITS.maxBytes);
+    } catch (error) {
+      if (error instanceof UnsafeFileError && error.reason === 'outside') {
+        return brokenEntry(file, kind, [
+          { path: '', rule: 'symlink', message: 'the file now leads outside its source directory; not read' },
+        ]);
+      }
+      return undefined;
+    }
+    const report = await checkDefinition({ text: bytes, format }, 'strict', {
+      engine: this.engine,
+      allowedEnv: this.allowedEnv,
+    });
+    return fromReport(file, kind, format, contentVersion(bytes), report);
+  }
+
+  /**
+   * The bytes of an entry's file, read the safe way again (a link that now leaves its source dir is
+   * refused). Throws a `storage_error` when the file cannot be read.
+   */
+  async readSource(entry: RegistryEntry): Promise<Buffer> {
+    const stored = this.sources.find((s) => s.documents !== undefined && entry.file.startsWith(`${s.dir}/`));
+    if (stored?.documents !== undefined) {
+      const name = entry.file.slice(stored.dir.length + 1);
+      const doc = await stored.documents.get('workflow', name);
+      if (doc === undefined) {
+        fail({
+          code: 'storage_error',
+          message: 'Storage error',
+          details: `cannot read ${entry.file}: it was removed meanwhile`,
+        });
+      }
+      return Buffer.from(doc.content, 'utf8');
+    }
+    try {
+      return await readSourceFile(dirname(entry.file), basename(entry.file), DEFINITION_LIMITS.maxBytes);
+    } catch (error) {
+      fail({
+        code: 'storage_error',
+        message: 'Storage error',
+        details:
+          error instanceof UnsafeFileError
+            ? `cannot read ${entry.file}: ${UNREADABLE[error.reason]}`
+            : `cannot read ${entry.file}`,
+      });
+    }
+  }
+
+  /**
+   * The `authoring` report of an entry's file as it is now (errors as the registry sees them, plus
+   * warnings): what `workflowlookup list --json` shows beside each file.
+   */
+  async report(entry: RegistryEntry, knownAgents?: ReadonlySet<string>): Promise<CheckReport> {
+    const format = formatOf(entry.file) as DefinitionFormat;
+    const text = await this.readSource(entry);
+    return checkDefinition({ text, format }, 'authoring', {
+      engine: this.engine,
+      allowedEnv: this.allowedEnv,
+      knownAgents,
+    });
+  }
+
+  /**
+   * Every file the sources of a kind (default: all sources) hold, as the registry read it, in
+   * precedence order: broken, overridden and duplicate ones included.
+   */
+  filesOf(kind?: SourceKind): RegistryEntry[] {
+    return this.sources
+      .filter((s) => kind === undefined || s.kind === kind)
+      .flatMap((s) => [...(this.files.get(s.dir)?.values() ?? [])].map((f) => f.entry));
   }
 
   private rebuild(): void {
@@ -246,40 +452,18 @@ export class WorkflowRegistry {
   }
 }
 
-async function loadFile(file: string, source: WorkflowSource, size: number): Promise<RegistryEntry> {
-  const format = formatOf(file) as DefinitionFormat;
-  const broken = (violations: Violation[], id?: string): BrokenWorkflow => ({
-    status: 'broken',
-    file,
-    source: source.kind,
-    ...(id !== undefined ? { id } : {}),
-    violations,
-  });
-  if (size > MAX_DEFINITION_BYTES) {
-    return broken([
-      {
-        path: '',
-        rule: 'maxFileSize',
-        message: `file is ${size} bytes; definitions are limited to ${MAX_DEFINITION_BYTES} bytes`,
-        expected: `<= ${MAX_DEFINITION_BYTES}`,
-        actual: String(size),
-      },
-    ]);
-  }
-  const bytes = await readFile(file);
-  const parsed = await parseDefinition(bytes.toString('utf8'), format);
-  if (!parsed.ok) return broken(parsed.violations);
-  const result = validateDefinition(parsed.data);
-  if (!result.ok) {
-    const rawId = (parsed.data as { id?: unknown } | null)?.id;
-    return broken(result.violations, typeof rawId === 'string' && rawId.length <= 64 ? rawId : undefined);
-  }
-  return {
-    status: 'valid',
-    workflow: result.workflow,
-    file,
-    source: source.kind,
-    format,
-    hash: contentVersion(bytes),
-  };
+function brokenEntry(file: string, source: SourceKind, violations: Violation[], id?: string): BrokenWorkflow {
+  return { status: 'broken', file, source, ...(id !== undefined ? { id } : {}), violations };
+}
+
+function fromReport(
+  file: string,
+  source: SourceKind,
+  format: DefinitionFormat,
+  hash: string,
+  report: CheckReport,
+): RegistryEntry {
+  if (!report.valid || report.workflow === undefined)
+    return brokenEntry(file, source, report.errors, report.id);
+  return { status: 'valid', workflow: report.workflow, file, source, format, hash };
 }

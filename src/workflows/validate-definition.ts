@@ -1,15 +1,7 @@
 import type * as z from 'zod';
 import { expressionsIn, parseReference } from '../engine/templating.js';
-import { isCommandStep, isLoopStep, type Workflow, WorkflowSchema } from './model.js';
-
-/** One reason a workflow definition is invalid. `path` is a JSON Pointer into the definition. */
-export interface Violation {
-  path: string;
-  rule: string;
-  message: string;
-  expected?: string;
-  actual?: string;
-}
+import type { Violation } from '../model/violation.js';
+import { isCommandStep, isLoopStep, type Workflow, WorkflowSchema } from '../model/workflow.js';
 
 export type DefinitionResult = { ok: true; workflow: Workflow } | { ok: false; violations: Violation[] };
 
@@ -45,13 +37,19 @@ function describeValue(value: unknown): string {
 
 type Issue = z.core.$ZodIssue;
 
+/** Unknown properties named in one violation; the rest are counted. */
+const MAX_KEYS_SHOWN = 10;
+
 function issuesToViolations(issues: readonly Issue[], root: unknown, base: PropertyKey[] = []): Violation[] {
   const out: Violation[] = [];
   for (const issue of issues) {
     const path = [...base, ...issue.path];
     if (issue.code === 'invalid_union' && issue.errors.length > 0) {
-      // Report the alternative that came closest rather than every branch's complaints.
-      const best = [...issue.errors].sort((a, b) => a.length - b.length)[0] ?? [];
+      // Report the alternative that came closest rather than every branch's complaints; a branch
+      // that only says "wrong type here" loses a tie (a string duration is not "expected number").
+      const score = (branch: readonly Issue[]) =>
+        branch.length + (branch.every((i) => i.code === 'invalid_type' && i.path.length === 0) ? 0.5 : 0);
+      const best = [...issue.errors].sort((a, b) => score(a) - score(b))[0] ?? [];
       const nearest = best.filter((i) => !(i.code === 'unrecognized_keys' && best.length > 1));
       out.push(...issuesToViolations(nearest.length > 0 ? nearest : best, root, path));
       continue;
@@ -90,17 +88,25 @@ function issueToViolation(issue: Issue, path: PropertyKey[], root: unknown): Vio
       return {
         path: pointer,
         rule: 'pattern',
-        message: `must match ${'pattern' in issue && issue.pattern ? issue.pattern : issue.format}`,
+        // A schema-authored message says what the pattern means; zod's default only quotes it.
+        message: issue.message.startsWith('Invalid')
+          ? `must match ${'pattern' in issue && issue.pattern ? issue.pattern : issue.format}`
+          : issue.message,
         expected: 'pattern' in issue && issue.pattern ? String(issue.pattern) : issue.format,
         actual: describeValue(actualValue),
       };
-    case 'unrecognized_keys':
+    case 'unrecognized_keys': {
+      const shown = issue.keys
+        .slice(0, MAX_KEYS_SHOWN)
+        .map((k) => (k.length > 64 ? `${k.slice(0, 64)}…` : k));
+      const more = issue.keys.length > shown.length ? ` and ${issue.keys.length - shown.length} more` : '';
       return {
         path: pointer,
         rule: 'additionalProperties',
-        message: `unknown propert${issue.keys.length > 1 ? 'ies' : 'y'} ${issue.keys.map((k) => `"${k}"`).join(', ')}`,
-        actual: issue.keys.join(', '),
+        message: `unknown propert${issue.keys.length > 1 ? 'ies' : 'y'} ${shown.map((k) => `"${k}"`).join(', ')}${more}`,
+        actual: `${shown.join(', ')}${more}`,
       };
+    }
     case 'invalid_value':
       return {
         path: pointer,
@@ -149,9 +155,11 @@ function semanticViolations(workflow: Workflow): Violation[] {
     }
   });
   const bodyRefs = new Map<string, number>();
+  const topLevel = new Map<string, Workflow['steps'][number]>();
+  for (const step of workflow.steps) if (!topLevel.has(step.id)) topLevel.set(step.id, step);
   workflow.steps.forEach((step, i) => {
     if (!isLoopStep(step) || typeof step.body !== 'string') return;
-    const target = workflow.steps.find((s) => s.id === step.body);
+    const target = topLevel.get(step.body);
     const path = `/steps/${i}/body`;
     if (target === undefined) {
       out.push({
@@ -181,16 +189,25 @@ function semanticViolations(workflow: Workflow): Violation[] {
   return out;
 }
 
+/** Whether a step ran before a template place (its output is then available there). */
+export interface RanBefore {
+  has(stepId: string): boolean;
+}
+
 /** Places that may hold `${{ }}` templates, in run order, with the step ids that ran before each. */
-export function templatePlaces(workflow: Workflow): { path: string; value: unknown; before: Set<string> }[] {
-  const places: { path: string; value: unknown; before: Set<string> }[] = [];
-  const seen = new Set<string>();
+export function templatePlaces(workflow: Workflow): { path: string; value: unknown; before: RanBefore }[] {
+  const places: { path: string; value: unknown; before: RanBefore }[] = [];
+  // Run order by index instead of a set per place: linear however many steps there are.
+  const order = new Map<string, number>();
+  const ranBefore = (position: number): RanBefore => ({
+    has: (id) => (order.get(id) ?? Number.POSITIVE_INFINITY) < position,
+  });
   for (const [name, spec] of Object.entries(workflow.inputs ?? {})) {
     if (spec.provider?.with)
-      places.push({ path: `/inputs/${name}/provider/with`, value: spec.provider.with, before: new Set() });
+      places.push({ path: `/inputs/${name}/provider/with`, value: spec.provider.with, before: ranBefore(0) });
   }
   const visit = (step: Workflow['steps'][number], path: string) => {
-    const before = new Set(seen);
+    const before = ranBefore(order.size);
     if (isCommandStep(step)) {
       if (step.with) places.push({ path: `${path}/with`, value: step.with, before });
       if (step.body !== undefined) places.push({ path: `${path}/body`, value: step.body, before });
@@ -199,7 +216,7 @@ export function templatePlaces(workflow: Workflow): { path: string; value: unkno
       places.push({ path: `${path}/prompt`, value: step.prompt, before });
       if (step.guidance) places.push({ path: `${path}/guidance`, value: step.guidance, before });
     }
-    seen.add(step.id);
+    if (!order.has(step.id)) order.set(step.id, order.size);
   };
   workflow.steps.forEach((step, i) => {
     if (isLoopStep(step) && Array.isArray(step.body)) {
@@ -210,26 +227,51 @@ export function templatePlaces(workflow: Workflow): { path: string; value: unkno
     visit(step, `/steps/${i}`);
   });
   if (workflow.final_output !== undefined)
-    places.push({ path: '/final_output', value: workflow.final_output, before: seen });
+    places.push({
+      path: '/final_output',
+      value: workflow.final_output,
+      before: ranBefore(Number.POSITIVE_INFINITY),
+    });
   return places;
+}
+
+export interface TemplateUse {
+  /** Where the template is (a JSON Pointer). */
+  path: string;
+  /** The text between `${{` and `}}`. */
+  expr: string;
+  ref: ReturnType<typeof parseReference>;
+  before: RanBefore;
+}
+
+const usesCache = new WeakMap<Workflow, TemplateUse[]>();
+
+/** Every `${{ }}` expression of a workflow with its place, computed once per workflow object. */
+export function templateUses(workflow: Workflow): TemplateUse[] {
+  let uses = usesCache.get(workflow);
+  if (uses === undefined) {
+    uses = [];
+    for (const place of templatePlaces(workflow)) {
+      for (const expr of expressionsIn(place.value))
+        uses.push({ path: place.path, expr, ref: parseReference(expr), before: place.before });
+    }
+    usesCache.set(workflow, uses);
+  }
+  return uses;
 }
 
 function templateViolations(workflow: Workflow): Violation[] {
   const out: Violation[] = [];
   const inputs = new Set(Object.keys(workflow.inputs ?? {}));
-  for (const place of templatePlaces(workflow)) {
-    for (const expr of expressionsIn(place.value)) {
-      const ref = parseReference(expr);
-      const fault = (message: string) =>
-        out.push({ path: place.path, rule: 'templateReference', message, actual: `\${{ ${expr} }}` });
-      if (ref === undefined)
-        fault(`"\${{ ${expr} }}" is not inputs.<name>, steps.<id>.output[.path] or env.<NAME>`);
-      else if (ref.kind === 'inputs' && !inputs.has(ref.name))
-        fault(`the workflow declares no input "${ref.name}"`);
-      else if (ref.kind === 'steps' && !place.before.has(ref.step)) {
-        fault(`step "${ref.step}" does not run before this point, so its output is not available`);
-      }
-    }
+  for (const { path, expr, ref, before } of templateUses(workflow)) {
+    const fault = (message: string) =>
+      out.push({ path, rule: 'templateReference', message, actual: `\${{ ${expr} }}` });
+    if (ref === undefined)
+      fault(`"\${{ ${expr} }}" is not inputs.<name>, steps.<id>.output[.path] or env.<NAME>`);
+    else if (ref.kind === 'inputs' && !inputs.has(ref.name))
+      fault(`the workflow declares no input "${ref.name}"`);
+    else if (ref.kind === 'steps' && !before.has(ref.step))
+      fault(`step "${ref.step}" does not run before this point, so its output is not available`);
   }
   return out;
 }

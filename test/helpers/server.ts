@@ -52,8 +52,15 @@ export class RawServer {
   private dead = false;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  constructor(opts: { env: Record<string, string>; cwd: string; args?: string[] }) {
-    this.child = spawn(process.execPath, [CLI, ...(opts.args ?? [])], { env: opts.env, cwd: opts.cwd });
+  /** `shell`: POSIX shell commands run before the server replaces the shell (e.g. `ulimit -f 8`). */
+  constructor(opts: { env: Record<string, string>; cwd: string; args?: string[]; shell?: string }) {
+    const argv = [CLI, ...(opts.args ?? [])];
+    this.child = opts.shell
+      ? spawn('/bin/sh', ['-c', `${opts.shell}; exec "$0" "$@"`, process.execPath, ...argv], {
+          env: opts.env,
+          cwd: opts.cwd,
+        })
+      : spawn(process.execPath, argv, { env: opts.env, cwd: opts.cwd });
     this.child.stdout.setEncoding('utf8');
     this.child.stdout.on('data', (chunk: string) => {
       this.partial += chunk;
@@ -169,4 +176,15 @@ export async function callTool(
   const res = await client.callTool({ name, arguments: args });
   if (res.isError) return { error: (res.structuredContent as { error: unknown }).error };
   return res.structuredContent as Record<string, unknown>;
+}
+
+/**
+ * The continuation token of a durable answer (workflow_start, workflow_next_step, workflow_resume, the
+ * current_step resource): the token of the workflow_next_step call in its `next`, its one place.
+ */
+export function tokenOf(answer: Record<string, any> | undefined): string {
+  const submit = (answer?.next as { tool: string; arguments: { token?: string } }[] | undefined)?.find(
+    (n) => n.tool === 'workflow_next_step',
+  );
+  return submit?.arguments.token as string;
 }

@@ -1,14 +1,14 @@
-import { readFile } from 'node:fs/promises';
+import { InputChecker } from '../../catalogs/input-check.js';
 import { conditionVariables } from '../../engine/conditions.js';
 import { fail } from '../../engine/errors.js';
 import type { ValidationEngine } from '../../engine/validation-engine.js';
+import { isLoopStep, isPromptStep, type Workflow } from '../../model/workflow.js';
 import { checkManifest, type Finding } from '../../workflows/manifest-check.js';
-import { isLoopStep, isPromptStep, type Workflow } from '../../workflows/model.js';
 import { formatOf } from '../../workflows/parse.js';
+import type { PersonaRegistry } from '../../workflows/personas.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
-import { requireWorkflow } from '../guidance/guidance-tools.js';
 import type { PromptDefinition, PromptMessage } from '../prompt.js';
-import { GUIDE_URI } from './authoring-resources.js';
+import { GUIDE_URI, SCHEMA_URI } from './authoring-resources.js';
 
 function findingLines(findings: readonly Finding[]): string {
   return findings
@@ -17,6 +17,21 @@ function findingLines(findings: readonly Finding[]): string {
         `- ${f.path || '(root)'}${f.line !== undefined ? ` (line ${f.line}, column ${f.column ?? 0})` : ''}: ${f.message} [${f.rule}]`,
     )
     .join('\n');
+}
+
+/** A prompt argument holding a JSON object (absent: empty). */
+function jsonObject(text: string | undefined, name: string): Record<string, unknown> {
+  if (text === undefined || text === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    fail({ code: 'invalid_params', message: 'Invalid params', details: `${name} must be a JSON object` });
+  }
+  return value as Record<string, unknown>;
 }
 
 /** Context variables a workflow's conditions read (what a caller may need to supply). */
@@ -37,24 +52,47 @@ export function contextVariables(workflow: Workflow): string[] {
   return [...vars].sort();
 }
 
+const QUICK_REFERENCE = /<!-- quick-reference -->\n([\s\S]*?)<!-- \/quick-reference -->/;
+
+/**
+ * The guide's quick-reference section, and where the rest is: a prompt carries a couple of kilobytes,
+ * not the whole guide (the agent reads the resource when it needs a detail).
+ */
+export function quickReference(guide: string): string {
+  const section = QUICK_REFERENCE.exec(guide)?.[1]?.trim() ?? '';
+  return [
+    `Follow the workflowlookup authoring guide: read the resource ${GUIDE_URI} for every field, limit and a complete example (the JSON Schema is ${SCHEMA_URI}).`,
+    section,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+}
+
 /** Seed 003 §4 prompts. */
 export function authoringPrompts(
   registry: WorkflowRegistry,
   engine: ValidationEngine,
   guide: () => Promise<string>,
+  personas?: PersonaRegistry,
+  /** The server's inputs check (the one workflow_start applies); default: rules and defaults without env. */
+  inputs: InputChecker = new InputChecker({ engine, allowedEnv: {} }),
 ): PromptDefinition[] {
   const guideMessage = async (): Promise<PromptMessage> => ({
-    kind: 'resource',
-    uri: GUIDE_URI,
-    mimeType: 'text/markdown',
-    text: await guide(),
+    kind: 'text',
+    text: quickReference(await guide()),
   });
   const source = async (id: string) => {
     await registry.ready();
     const entry = registry.get(id);
     if (entry === undefined)
       fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
-    return { entry, text: await readFile(entry.file, 'utf8'), format: formatOf(entry.file) ?? 'json' };
+    const text = (await registry.readSource(entry)).toString('utf8');
+    return { entry, text, format: formatOf(entry.file) ?? 'json' };
+  };
+  const knownAgents = async () => {
+    if (personas === undefined) return undefined;
+    await personas.ready();
+    return new Set(personas.list().map((p) => p.name));
   };
 
   return [
@@ -72,7 +110,7 @@ export function authoringPrompts(
         {
           kind: 'text',
           text: [
-            'Write a new workflowlookup workflow in YAML, following the authoring guide above exactly.',
+            'Write a new workflowlookup workflow in YAML, following the authoring guide exactly.',
             `Goal: ${goal ?? ''}`,
             target_system ? `Target system: ${target_system}` : '',
             constraints ? `Constraints: ${constraints}` : '',
@@ -138,7 +176,13 @@ export function authoringPrompts(
           });
         }
         const text = content ?? (await source(workflow_id as string)).text;
-        const report = await checkManifest({ content: text }, engine);
+        // The same check as workflow_validate_manifest, with the same personas and env allow-list.
+        const report = await checkManifest(
+          { content: text },
+          engine,
+          await knownAgents(),
+          registry.allowedEnv,
+        );
         const problems = report.valid
           ? report.warnings.length > 0
             ? `It is valid, but has these warnings:\n${findingLines(report.warnings)}`
@@ -162,32 +206,70 @@ export function authoringPrompts(
       name: 'workflow_run_with_inputs',
       title: 'Gather what a workflow needs, then run it',
       description:
-        "Lists a workflow's preconditions, clarification questions and context variables, and asks for the missing ones before starting",
+        "Lists a workflow's preconditions, clarification questions, declared inputs (with the values known so far) and the context variables its conditions read, and says how to start it",
       args: [
         { name: 'workflow_id', description: 'Workflow to run', required: true, completeWorkflowId: true },
         {
           name: 'inputs',
-          description: 'Known values as a JSON object, e.g. {"taskScope": "large"}',
+          description:
+            'Known input values as a JSON object, e.g. {"project": "p1"} (keys that are not declared inputs are taken as context)',
+          required: false,
+        },
+        {
+          name: 'context',
+          description: 'Known context values as a JSON object, e.g. {"taskScope": "large"}',
           required: false,
         },
       ],
-      render: async ({ workflow_id, inputs }) => {
+      render: async ({ workflow_id, inputs: inputsArg, context: contextArg }) => {
         await registry.ready();
-        const { workflow } = requireWorkflow(registry, workflow_id ?? '');
-        let known: Record<string, unknown> = {};
-        if (inputs) {
-          try {
-            known = JSON.parse(inputs) as Record<string, unknown>;
-          } catch {
-            fail({
-              code: 'invalid_params',
-              message: 'Invalid params',
-              details: 'inputs must be a JSON object',
-            });
-          }
+        const { workflow } = registry.require(workflow_id ?? '');
+        const declared = workflow.inputs ?? {};
+        const given: Record<string, unknown> = {};
+        const context: Record<string, unknown> = { ...jsonObject(contextArg, 'context') };
+        for (const [name, value] of Object.entries(jsonObject(inputsArg, 'inputs'))) {
+          if (Object.hasOwn(declared, name)) given[name] = value;
+          else context[name] = value;
         }
-        const variables = contextVariables(workflow);
-        const missing = variables.filter((v) => !((v.split('.')[0] as string) in known));
+        // The same check workflow_start applies; providers are not called here (workflow_resolve_inputs does).
+        const check = await inputs.check(workflow, given, { providers: false });
+        const inputLines = check.inputs.map((r) => {
+          const spec = declared[r.name];
+          const required = spec?.required === true && spec.default === undefined;
+          const what = `${r.name} (${spec?.type ?? 'value'}${required ? ', required' : ''}): ${(spec?.description ?? '').replace(/\.?$/, '.')}`;
+          const choices = spec?.provider ? ` Choices come from ${spec.provider.command}.` : '';
+          const state =
+            r.status === 'provided'
+              ? `Given: ${JSON.stringify(r.value)}.`
+              : r.status === 'default'
+                ? `Default: ${JSON.stringify(r.value)}.`
+                : r.status === 'unset'
+                  ? 'Optional, not given.'
+                  : r.status === 'missing'
+                    ? 'Missing.'
+                    : `${r.status === 'invalid' ? 'Invalid' : r.status}${r.message ? `: ${r.message}` : ''}.`;
+          return `- ${what}${choices} ${state}`;
+        });
+        const open = check.inputs.filter((r) => r.status === 'missing' || r.status === 'invalid');
+        const variables = contextVariables(workflow).filter((v) => !v.startsWith('inputs.'));
+        const missing = variables.filter((v) => !((v.split('.')[0] as string) in context));
+        const values = Object.fromEntries(
+          check.inputs.filter((r) => r.status === 'provided').map((r) => [r.name, r.value]),
+        );
+        const start = `workflow_start ${JSON.stringify({
+          workflow_id: workflow.id,
+          ...(Object.keys(declared).length > 0 ? { inputs: values } : {}),
+          ...(Object.keys(context).length > 0 || variables.length > 0 ? { context } : {}),
+        })}`;
+        const toDo = [
+          open.length > 0
+            ? `ask the user for ${open.map((r) => r.name).join(', ')} (workflow_resolve_inputs {"workflow_id": "${workflow.id}", "inputs": {...}} lists a provider's choices and checks the values)`
+            : '',
+          missing.length > 0
+            ? `ask for the context values ${missing.join(', ')} (one short question each)`
+            : '',
+          'confirm the preconditions',
+        ].filter(Boolean);
         return [
           {
             kind: 'text',
@@ -199,12 +281,13 @@ export function authoringPrompts(
               workflow.clarificationPrompts?.length
                 ? `Questions to ask the user:\n${workflow.clarificationPrompts.map((p) => `- ${p}`).join('\n')}`
                 : '',
-              variables.length
-                ? `Context variables its conditions read: ${variables.join(', ')}. Known: ${JSON.stringify(known)}. Missing: ${missing.join(', ') || 'none'}.`
-                : 'Its steps read no context variables.',
-              missing.length
-                ? 'Ask the user for the missing values (one short question each), confirm the preconditions, then call workflow_start with workflow_name and the complete context.'
-                : 'Confirm the preconditions, then call workflow_start with workflow_name and the context.',
+              inputLines.length > 0
+                ? `Inputs it declares:\n${inputLines.join('\n')}`
+                : 'It declares no inputs.',
+              variables.length > 0
+                ? `Context variables its conditions read: ${variables.join(', ')}. Known: ${JSON.stringify(context)}. Missing: ${missing.join(', ') || 'none'}.`
+                : 'Its conditions read no context variables.',
+              `${toDo.length > 0 ? `To do: ${toDo.join('; ')}. Then start it` : 'Start it'}: ${start}${open.length > 0 || missing.length > 0 ? ', with the missing values added' : ''}.`,
             ]
               .filter(Boolean)
               .join('\n\n'),

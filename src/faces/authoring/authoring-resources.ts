@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fail } from '../../engine/errors.js';
-import { workflowJsonSchema } from '../../workflows/model.js';
+import { workflowJsonSchema } from '../../model/workflow.js';
 import { formatOf } from '../../workflows/parse.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
 import type { ResourceDefinition } from '../resource.js';
@@ -86,7 +86,7 @@ export function authoringResources(
         const entry = registry.get(id);
         if (entry === undefined)
           fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
-        return readFile(entry.file, 'utf8');
+        return (await registry.readSource(entry)).toString('utf8');
       },
     },
   ];

@@ -1,21 +1,23 @@
-import { readFile, unlink } from 'node:fs/promises';
-import { basename, extname } from 'node:path';
+import { basename } from 'node:path';
 import * as z from 'zod';
 import { fail } from '../../engine/errors.js';
 import type { ValidationEngine } from '../../engine/validation-engine.js';
-import { checkManifest, detectFormat, type ManifestReport } from '../../workflows/manifest-check.js';
-import { IdSchema } from '../../workflows/model.js';
+import { IdSchema, type Workflow } from '../../model/workflow.js';
+import { type CheckReport, checkDefinition, DEFINITION_LIMITS } from '../../workflows/check.js';
+import { detectFormat } from '../../workflows/manifest-check.js';
 import { type DefinitionFormat, formatOf } from '../../workflows/parse.js';
 import type { PersonaRegistry } from '../../workflows/personas.js';
 import { contentVersion, type RegistryEntry, type WorkflowRegistry } from '../../workflows/registry.js';
-import { insideDir, writeAtomically } from '../../workflows/runtime-files.js';
+import type { RuntimeWorkflows } from '../../workflows/runtime-workflows.js';
+import { NextSchema, next, startCall } from '../next.js';
 import { ViolationSchema } from '../schemas.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 
-/** Largest manifest accepted for validation or saving. */
-export const MAX_MANIFEST_CHARS = 1_048_576;
-
-const ContentSchema = z.string().min(1).max(MAX_MANIFEST_CHARS).describe('The manifest as JSON or YAML text');
+// No length limit here: the check measures every definition in UTF-8 bytes, whatever path it takes.
+const ContentSchema = z
+  .string()
+  .min(1)
+  .describe(`The manifest as JSON or YAML text (at most ${DEFINITION_LIMITS.maxBytes} bytes as UTF-8)`);
 const FormatSchema = z.enum(['json', 'yaml']).describe('Format of content (default: detected)');
 
 const STANDARD = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
@@ -26,23 +28,23 @@ const DESTRUCTIVE = {
   openWorldHint: false,
 };
 
-const extensionFor = (format: DefinitionFormat) => (format === 'json' ? '.json' : '.yaml');
-
 export interface AuthoringDeps {
   registry: WorkflowRegistry;
   personas: PersonaRegistry;
   engine: ValidationEngine;
-  runtimeDir: string;
+  /** Where saves land (the runtime dir, or the database replicas share) and the rules for changing it. */
+  runtime: RuntimeWorkflows;
   /** Names `${{ env.X }}` may use (WORKFLOWLOOKUP_ALLOWED_ENV). */
   allowedEnvNames: ReadonlySet<string>;
 }
 
 /**
  * Authoring (seed 003 §5): check manifests before anything is written, and save, rename and delete
- * workflows in the runtime dir only, atomically, with optimistic concurrency on `expected_version`.
+ * workflows in the runtime source only (the runtime dir, or the database replicas share),
+ * atomically, with optimistic concurrency on `expected_version`.
  */
 export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
-  const { registry, personas, engine, runtimeDir, allowedEnvNames } = deps;
+  const { registry, personas, engine, runtime, allowedEnvNames } = deps;
   let writes = Promise.resolve();
   /** One write at a time in this process, so check-then-write sequences cannot interleave. */
   const serialized = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -54,16 +56,20 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
     return run;
   };
 
+  /** The `authoring` check every path shares, with this server's personas and env allow-list. */
   const report = async (content: string | undefined, manifest: unknown, format?: DefinitionFormat) => {
     await personas.ready();
-    const agents = new Set(personas.list().map((p) => p.name));
-    return checkManifest({ content, manifest, format }, engine, agents, allowedEnvNames);
+    const knownAgents = new Set(personas.list().map((p) => p.name));
+    const policy = { engine, allowedEnv: allowedEnvNames, knownAgents };
+    return content !== undefined
+      ? checkDefinition({ text: content, format: format ?? detectFormat(content) }, 'authoring', policy)
+      : checkDefinition({ data: manifest, format: format ?? 'json' }, 'authoring', policy);
   };
 
-  /** The workflow's file in the runtime dir, or a clear error when it lives elsewhere or nowhere. */
+  /** The workflow in the runtime source, or a clear error when it lives elsewhere or nowhere. */
   const runtimeEntry = async (id: string): Promise<RegistryEntry> => {
     await registry.ready();
-    const own = registry.inSource('runtime', id);
+    const own = registry.inSource(runtime.kind, id);
     if (own) return own;
     const other = registry.get(id);
     if (other === undefined)
@@ -77,9 +83,9 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
     });
   };
 
-  const rejectInvalid = (r: ManifestReport) => {
+  const rejectInvalid = (r: CheckReport) => {
     if (r.valid) return;
-    const id = (r.workflow?.id ?? undefined) as string | undefined;
+    const id = r.workflow?.id;
     fail({
       code: 'manifest_invalid',
       message: `the manifest has ${r.errors.length} violation(s); nothing was written`,
@@ -91,9 +97,10 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
   return [
     defineTool({
       name: 'workflow_validate_manifest',
+      aliases: ['workflow.validate'],
       title: 'Validate a workflow manifest',
       description:
-        'Checks a workflow manifest (JSON or YAML text, or an object) without saving it: schema, duplicate step ids, loop bodies, unevaluable criteria (errors) and undocumented variables, unreachable steps, unknown personas (warnings), with line and column.',
+        "Checks a workflow manifest (JSON/YAML text or an object) without saving it, exactly as the server judges its files: errors (limits, schema, step ids, loops, templates, criteria, env names) and warnings, with line and column. Seed 003's workflow.validate; a step's output is checked by workflow_validate.",
       inputSchema: z
         .strictObject({
           content: ContentSchema.optional(),
@@ -111,10 +118,18 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         errors: z.array(z.string()).describe('Each error as one line: "path (line:column): message"'),
         warnings: z.array(ViolationSchema).describe('Legal but probably unintended constructs'),
         violations: z.array(ViolationSchema).describe('The errors, structured (seed 003 §10.2)'),
+        next: NextSchema,
       }),
       annotations: READ_ONLY,
+      summarize: (r) =>
+        r.valid
+          ? `Valid${r.warnings.length > 0 ? `, ${r.warnings.length} warning(s)` : ''}.`
+          : `${r.errors.length} error(s).`,
       handler: async ({ content, manifest, format }) => {
         const r = await report(content, manifest, format);
+        // The manifest itself is not repeated: the agent has it, and fills it in.
+        const text =
+          content !== undefined ? 'the manifest text you just checked' : 'the manifest as JSON or YAML text';
         return {
           valid: r.valid,
           ...(r.workflow ? { workflow_id: r.workflow.id } : {}),
@@ -125,14 +140,18 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           ),
           warnings: r.warnings,
           violations: r.errors,
+          next: r.valid
+            ? [next('workflow_save', {}, { content: text })]
+            : [next('workflow_validate_manifest', {}, { content: `${text}, with the errors fixed` })],
         };
       },
     }),
     defineTool({
       name: 'workflow_save',
+      aliases: ['workflow.save'],
       title: 'Save a workflow',
       description:
-        'Validates a manifest and, when valid, writes it atomically to the runtime workflow dir as <id>.json or <id>.yaml. An existing workflow there needs overwrite: true (or a matching expected_version from workflow_get view=source).',
+        'Validates a manifest and, when valid, writes it atomically to the runtime workflow dir as <id>.json or <id>.yaml. An existing workflow there needs overwrite: true (or a matching expected_version from workflow_get view=source); a file holding another workflow is never replaced.',
       inputSchema: z.strictObject({
         content: ContentSchema,
         format: FormatSchema.optional(),
@@ -147,7 +166,9 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           .min(1)
           .max(255)
           .optional()
-          .describe('File name inside the runtime dir (default <id>.json or <id>.yaml); never a path'),
+          .describe(
+            'Plain file name in the runtime dir (default <id>.json or <id>.yaml): ASCII letters, digits, - _ and dots, ending in .json, .yaml or .yml',
+          ),
       }),
       outputSchema: z.object({
         path: z.string().describe('Where the workflow was written'),
@@ -160,18 +181,13 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           .optional()
           .describe('Source of a definition with the same id that this one now overrides'),
         warnings: z.array(ViolationSchema).describe('Warnings from validation'),
+        next: NextSchema,
       }),
       annotations: STANDARD,
-      handler: ({ content, format, overwrite, expected_version, file_name }) =>
+      summarize: (r) => `Saved ${r.workflow_id} to ${r.path}.`,
+      handler: ({ content, format, overwrite, expected_version, file_name }, ctx) =>
         serialized(async () => {
-          const target = file_name === undefined ? undefined : insideDir(runtimeDir, file_name);
-          if (target !== undefined && formatOf(target) === undefined) {
-            fail({
-              code: 'invalid_params',
-              message: 'Invalid params',
-              details: 'file_name must end in .json, .yaml or .yml',
-            });
-          }
+          const target = file_name === undefined ? undefined : runtime.target(file_name);
           const r = await report(
             content,
             undefined,
@@ -179,51 +195,32 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           );
           rejectInvalid(r);
           const id = r.workflow?.id as string;
-          const file = target ?? insideDir(runtimeDir, `${id}${extensionFor(r.format)}`);
           await registry.ready();
-          const existing = registry.inSource('runtime', id);
-          if (existing && !overwrite && expected_version === undefined) {
-            fail({
-              code: 'workflow_conflict',
-              message: 'Conflict',
-              workflowId: id,
-              path: existing.file,
-              details: `workflow "${id}" already exists at ${existing.file}; pass overwrite: true to replace it`,
-            });
-          }
-          if (expected_version !== undefined) {
-            const current = existing
-              ? contentVersion(await readFile(existing.file).catch(() => ''))
-              : undefined;
-            if (current !== expected_version) {
-              fail({
-                code: 'workflow_conflict',
-                message: 'Conflict',
-                workflowId: id,
-                ...(existing ? { path: existing.file } : {}),
-                details: existing
-                  ? `workflow "${id}" changed since version ${expected_version.slice(0, 12)}…; it is now ${current?.slice(0, 12)}…`
-                  : `workflow "${id}" does not exist in the runtime dir, so it cannot be at version ${expected_version.slice(0, 12)}…`,
-              });
-            }
-          }
           const lower = registry.get(id);
-          await writeAtomically(file, content);
-          if (existing && existing.file !== file) await unlink(existing.file).catch(() => undefined);
-          await registry.refresh();
-          return {
-            path: file,
-            workflow_id: id,
-            version: contentVersion(content),
+          const saved = await runtime.save({
+            id,
+            content,
             format: r.format,
-            created: existing === undefined,
-            ...(lower && lower.source !== 'runtime' ? { overrides: lower.source } : {}),
+            fileName: file_name,
+            overwrite,
+            expectedVersion: expected_version,
+            principal: ctx.caller.principal,
+          });
+          return {
+            path: saved.path,
+            workflow_id: id,
+            version: saved.version,
+            format: r.format,
+            created: saved.created,
+            ...(lower && lower.source !== runtime.kind ? { overrides: lower.source } : {}),
             warnings: r.warnings,
+            next: [startCall(r.workflow as Workflow)],
           };
         }),
     }),
     defineTool({
       name: 'workflow_rename',
+      aliases: ['workflow.rename'],
       title: 'Rename a workflow',
       description:
         'Changes the id (and file name) of a workflow in the runtime dir. Bundled and other sources are read-only.',
@@ -236,9 +233,11 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         previous_id: z.string().describe('The old id'),
         path: z.string().describe('The new file'),
         version: z.string().describe('sha256 of the new file'),
+        next: NextSchema,
       }),
       annotations: STANDARD,
-      handler: ({ workflow_id, new_id }) =>
+      summarize: (r) => `Renamed ${r.previous_id} to ${r.workflow_id}.`,
+      handler: ({ workflow_id, new_id }, ctx) =>
         serialized(async () => {
           const entry = await runtimeEntry(workflow_id);
           if (entry.status !== 'valid') {
@@ -250,33 +249,35 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
               violations: entry.violations,
             });
           }
-          if (new_id === workflow_id || registry.inSource('runtime', new_id)) {
+          if (new_id === workflow_id || registry.inSource(runtime.kind, new_id)) {
             fail({
               code: 'workflow_conflict',
               message: 'Conflict',
               workflowId: new_id,
-              details: `a workflow "${new_id}" already exists in the runtime dir`,
+              details: `a workflow "${new_id}" already exists in ${runtime.where}`,
             });
           }
-          const text = await readFile(entry.file, 'utf8');
-          const renamed = await withId(text, entry.format, new_id);
-          const target = insideDir(
-            runtimeDir,
-            `${new_id}${extname(entry.file) || extensionFor(entry.format)}`,
-          );
-          await writeAtomically(target, renamed);
-          if (target !== entry.file) await unlink(entry.file);
-          await registry.refresh();
+          const bytes = await registry.readSource(entry);
+          const renamed = await withId(bytes.toString('utf8'), entry.format, new_id);
+          const moved = await runtime.rename({
+            entry,
+            newId: new_id,
+            content: renamed,
+            readVersion: contentVersion(bytes),
+            principal: ctx.caller.principal,
+          });
           return {
             workflow_id: new_id,
             previous_id: workflow_id,
-            path: target,
-            version: contentVersion(renamed),
+            path: moved.path,
+            version: moved.version,
+            next: [],
           };
         }),
     }),
     defineTool({
       name: 'workflow_delete',
+      aliases: ['workflow.delete'],
       title: 'Delete a workflow',
       description:
         'Deletes a workflow file from the runtime dir. Needs confirm: true (or the user confirms when the client supports elicitation). Running executions keep their pinned copy.',
@@ -289,15 +290,17 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         workflow_id: z.string().describe('Its id'),
         path: z.string().describe('The removed file'),
         now_served_from: z.string().optional().describe('Source that now provides this id, if any'),
+        next: NextSchema,
       }),
       annotations: DESTRUCTIVE,
+      summarize: (r) => `Deleted ${r.workflow_id} (${r.path}).`,
       handler: ({ workflow_id, confirm }, ctx) =>
         serialized(async () => {
           const entry = await runtimeEntry(workflow_id);
           if (confirm !== true) {
             const asked = ctx.confirm
               ? await ctx.confirm(
-                  `Delete workflow "${workflow_id}" (${basename(entry.file)}) from the runtime dir?`,
+                  `Delete workflow "${workflow_id}" (${basename(entry.file)}) from ${runtime.where}?`,
                 )
               : false;
             if (!asked) {
@@ -310,14 +313,14 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
               });
             }
           }
-          await unlink(entry.file);
-          await registry.refresh();
+          await runtime.remove(entry, workflow_id, ctx.caller.principal);
           const after = registry.get(workflow_id);
           return {
             deleted: true,
             workflow_id,
             path: entry.file,
             ...(after ? { now_served_from: after.source } : {}),
+            next: [],
           };
         }),
     }),
@@ -328,7 +331,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
 async function withId(text: string, format: DefinitionFormat, id: string): Promise<string> {
   if (format === 'json') return `${JSON.stringify({ ...JSON.parse(text), id }, null, 2)}\n`;
   const mod = (await import('yaml')) as typeof import('yaml') & { default?: typeof import('yaml') };
-  const doc = (mod.default ?? mod).parseDocument(text);
+  const doc = (mod.default ?? mod).parseDocument(text, { uniqueKeys: false });
   doc.set('id', id);
   return String(doc);
 }

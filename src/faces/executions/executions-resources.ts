@@ -1,11 +1,12 @@
 import { fail } from '../../engine/errors.js';
-import { isPromptStep, type Workflow } from '../../workflows/model.js';
+import type { Caller } from '../../executions/execution-model.js';
+import type { ExecutionService } from '../../executions/execution-service.js';
+import { isPromptStep, type Workflow } from '../../model/workflow.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
-import { requireWorkflow } from '../guidance/guidance-tools.js';
 import type { ResourceDefinition } from '../resource.js';
-import type { ExecutionService } from './execution-service.js';
+import { appViewResource } from './app-view.js';
+import { EXECUTION_URI as BASE, presentCurrent } from './execution-presenter.js';
 
-const BASE = 'workflowlookup://workflow';
 const TELEMETRY_LIMIT = 100;
 const MAX_TELEMETRY_LIMIT = 1000;
 
@@ -29,21 +30,23 @@ function one(value: string | undefined): string {
 export function executionResources(
   registry: WorkflowRegistry,
   service: () => Promise<ExecutionService>,
+  viewHtml: () => Promise<string>,
 ): ResourceDefinition[] {
-  const recentIds = async (prefix: string) =>
-    (await (await service()).find({ limit: 50, states: undefined }))
+  const queries = async () => (await service()).queries;
+  const recentIds = async (prefix: string, caller: Caller) =>
+    (await (await queries()).find({ limit: 50, states: undefined }, caller))
       .map((e) => e.execution_id)
       .filter((id) => id.startsWith(prefix));
-  const executionList = (kind: string) => async () =>
-    (await (await service()).find({ limit: 50, states: ['idle', 'running', 'paused'] })).map((e) => ({
+  const executionList = (kind: string) => async (caller: Caller) =>
+    (await (await queries()).find({ limit: 50, states: ['idle', 'running', 'paused'] }, caller)).map((e) => ({
       uri: `${BASE}/${kind}/${e.execution_id}`,
-      name: `${kind} of ${e.execution_id} (${e.workflow_name})`,
+      name: `${kind} of ${e.execution_id} (${e.workflow_id})`,
     }));
   const executionTemplate = (
     kind: string,
     title: string,
     description: string,
-    read: (id: string, vars: Record<string, string>) => Promise<unknown>,
+    read: (id: string, caller: Caller) => Promise<unknown>,
   ): ResourceDefinition => ({
     name: kind,
     uri: `${BASE}/${kind}/{executionId}`,
@@ -51,7 +54,7 @@ export function executionResources(
     description,
     list: executionList(kind),
     complete: { executionId: recentIds },
-    read: (vars) => read(one(vars.executionId), vars),
+    read: (vars, _uri, caller) => read(one(vars.executionId), caller),
   });
 
   return [
@@ -63,9 +66,9 @@ export function executionResources(
       read: async () => {
         await registry.ready();
         return registry.list().workflows.map((summary) => {
-          const { workflow } = requireWorkflow(registry, summary.id);
+          const { workflow } = registry.require(summary.id);
           return {
-            name: workflow.id,
+            workflow_id: workflow.id,
             title: workflow.name,
             description: workflow.description,
             version: workflow.version,
@@ -78,7 +81,7 @@ export function executionResources(
     },
     {
       name: 'workflow_details',
-      uri: `${BASE}/workflow_details/{workflowName}`,
+      uri: `${BASE}/workflow_details/{workflowId}`,
       title: 'Workflow details',
       description: 'One workflow: its definition as content, phases and metadata',
       list: async () => {
@@ -87,17 +90,17 @@ export function executionResources(
           .list()
           .workflows.map((w) => ({ uri: `${BASE}/workflow_details/${w.id}`, name: w.name }));
       },
-      complete: { workflowName: (prefix) => registry.ids(prefix) },
+      complete: { workflowId: (prefix) => registry.ids(prefix) },
       read: async (vars) => {
         await registry.ready();
-        const entry = requireWorkflow(registry, one(vars.workflowName));
+        const entry = registry.require(one(vars.workflowId));
         const w = entry.workflow;
         return {
-          name: w.id,
+          workflow_id: w.id,
           title: w.name,
           description: w.description,
           version: w.version,
-          content: JSON.stringify(w, null, 2),
+          content: JSON.stringify(w),
           format: entry.format,
           tags: [w.category ?? 'general'],
           complexity: complexity(w.steps.length),
@@ -108,23 +111,33 @@ export function executionResources(
     executionTemplate(
       'current_step',
       'Current step',
-      'The step to do now, with persona (agent_content), instructions and continuation token',
-      async (id) => {
-        const { view: _view, ...current } = await (await service()).current(id);
-        return current;
-      },
+      'The step to do now, with persona (agent_content), instructions and the next call (with its token)',
+      async (id, caller) => presentCurrent(await (await service()).current(id, caller)),
     ),
     executionTemplate(
       'workflow_status',
       'Execution status',
       'State and step counts of an execution',
-      async (id) => (await service()).status(id),
+      async (id, caller) => (await queries()).status(id, caller),
     ),
-    executionTemplate('step_history', 'Step history', 'Every step handed out, with outputs', async (id) =>
-      (await service()).history(id),
+    executionTemplate(
+      'execution_progress',
+      'Execution progress',
+      'Every planned step with its status (done, current, pending, skipped, failed), counts, the last validation',
+      async (id, caller) => (await queries()).progress(id, caller),
     ),
-    executionTemplate('workflow_artifacts', 'Artifacts', 'Artifacts stored by an execution', async (id) =>
-      (await service()).artifacts(id),
+    appViewResource(viewHtml),
+    executionTemplate(
+      'step_history',
+      'Step history',
+      'Every step handed out, with outputs',
+      async (id, caller) => (await queries()).history(id, caller),
+    ),
+    executionTemplate(
+      'workflow_artifacts',
+      'Artifacts',
+      'Artifacts stored by an execution',
+      async (id, caller) => (await queries()).artifacts(id, caller),
     ),
     {
       name: 'workflow_step_artifacts',
@@ -132,21 +145,22 @@ export function executionResources(
       title: 'Artifacts of one step',
       description: 'Artifacts stored by one step of an execution',
       complete: { executionId: recentIds },
-      read: async (vars) => (await service()).artifacts(one(vars.executionId), one(vars.stepName)),
+      read: async (vars, _uri, caller) =>
+        (await queries()).artifacts(one(vars.executionId), caller, one(vars.stepName)),
     },
     {
       name: 'telemetry',
       uri: `${BASE}/telemetry`,
       title: 'Telemetry',
       description: 'The 100 most recent telemetry events',
-      read: async () => telemetry(await service(), undefined, {}),
+      read: async (_vars, _uri, caller) => telemetry(await queries(), caller, undefined, {}),
     },
     {
       name: 'telemetry_query',
       uri: `${BASE}/telemetry{?event_type,limit}`,
       title: 'Telemetry',
       description: 'Recent telemetry events (optionally ?event_type=...&limit=...; default limit 100)',
-      read: async (vars) => telemetry(await service(), undefined, vars),
+      read: async (vars, _uri, caller) => telemetry(await queries(), caller, undefined, vars),
     },
     {
       name: 'execution_telemetry',
@@ -154,18 +168,14 @@ export function executionResources(
       title: 'Telemetry of one execution',
       description: 'Telemetry events of one execution (optionally ?event_type=...&limit=...)',
       complete: { executionId: recentIds },
-      read: async (vars) => {
-        const s = await service();
-        const id = one(vars.executionId);
-        await s.status(id); // not found -> resource not found
-        return telemetry(s, id, vars);
-      },
+      read: async (vars, _uri, caller) => telemetry(await queries(), caller, one(vars.executionId), vars),
     },
   ];
 }
 
 async function telemetry(
-  service: ExecutionService,
+  queries: ExecutionService['queries'],
+  caller: Caller,
   executionId: string | undefined,
   vars: Record<string, string>,
 ) {
@@ -179,9 +189,5 @@ async function telemetry(
     });
   }
   const eventType = vars.event_type ? one(vars.event_type) : undefined;
-  return service.telemetry({
-    limit,
-    ...(executionId !== undefined ? { execution_id: executionId } : {}),
-    ...(eventType !== undefined ? { event_type: eventType } : {}),
-  });
+  return queries.telemetry({ limit, execution_id: executionId, event_type: eventType }, caller);
 }

@@ -1,8 +1,17 @@
 import * as z from 'zod';
 import { EXECUTION_STATES } from '../../engine/state-machine.js';
-import { IdSchema } from '../../workflows/model.js';
+import type { ExecutionService } from '../../executions/execution-service.js';
+import { IdSchema } from '../../model/workflow.js';
+import { NextSchema } from '../next.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
-import type { ExecutionService } from './execution-service.js';
+import { VIEW_TOOL_META } from './app-view.js';
+import {
+  currentStepUri,
+  presentCurrent,
+  presentOutcome,
+  resumeCall,
+  unpauseCall,
+} from './execution-presenter.js';
 
 const ExecutionIdSchema = z
   .string()
@@ -47,13 +56,16 @@ const OutputSchema = z
 const StepViewShape = {
   step_name: z.string().optional().describe('Id of the step to do now'),
   agent_name: z.string().optional().describe('Persona that should do it'),
-  agent_content: z.string().optional().describe('Persona and step instructions: read and follow'),
+  agent_content: z
+    .string()
+    .optional()
+    .describe('Persona and step instructions (title, prompt, guidance, what the output is checked for)'),
   progress: z.string().optional().describe('Steps handed out / planned'),
-  step: z.looseObject({}).optional().describe('The step definition'),
-  guidance: z.looseObject({}).optional().describe('Guidance as in workflow_next'),
+  guidance: z
+    .object({ modelHint: z.string(), requiresConfirmation: z.boolean() })
+    .optional()
+    .describe('Suggested kind of model; whether the user confirms before moving on'),
   loop: z.looseObject({}).optional().describe('Loop position when the step is in a loop body'),
-  notices: z.array(z.string()).optional().describe('Things to know'),
-  new_token: z.string().nullable().optional().describe('Continuation token for workflow_next_step'),
 };
 
 const CommandRunSchema = z
@@ -87,6 +99,7 @@ const AdvanceResultSchema = z.object({
   commands: CommandRunSchema,
   final_output: z.unknown().optional().describe("The workflow's final_output, rendered, once completed"),
   ...StepViewShape,
+  next: NextSchema,
 });
 
 /** Advancing may run command steps, which call the APIs of imported catalogs: open world. */
@@ -96,61 +109,66 @@ const EXECUTION_ANNOTATIONS = {
   idempotentHint: true,
   openWorldHint: true,
 };
+/** A second start without an execution_id starts a second execution: not idempotent. */
+const START_ANNOTATIONS = { ...EXECUTION_ANNOTATIONS, idempotentHint: false };
 
 /** The durable-executions face (seed 004): state on the server, a signed token with the agent. */
 export function executionTools(service: () => Promise<ExecutionService>): ToolDefinition[] {
   return [
     defineTool({
       name: 'workflow_start',
+      aliases: ['workflow.start'],
       title: 'Start a workflow execution',
       description:
         'Starts a durable execution of a workflow and returns its first step with a continuation token. Passing an existing execution_id returns that execution instead of starting another.',
-      inputSchema: z
-        .strictObject({
-          workflow_name: IdSchema.optional().describe('Workflow id to run'),
-          workflowId: IdSchema.optional().describe('Alias of workflow_name'),
-          execution_id: ExecutionIdSchema.optional().describe('Client-chosen id, for safe retries'),
-          context: ContextSchema.optional(),
-          inputs: z
-            .record(z.string(), z.unknown())
-            .optional()
-            .describe("Values for the workflow's inputs (see workflow_preview_inputs)"),
-        })
-        .refine((v) => v.workflow_name !== undefined || v.workflowId !== undefined, {
-          message: 'workflow_name is required',
-          path: ['workflow_name'],
-        }),
+      argumentAliases: { workflow_name: 'workflow_id', workflowId: 'workflow_id' },
+      inputSchema: z.strictObject({
+        workflow_id: IdSchema.describe('Workflow to run'),
+        execution_id: ExecutionIdSchema.optional().describe('Client-chosen id, for safe retries'),
+        context: ContextSchema.optional(),
+        inputs: z
+          .record(z.string(), z.unknown())
+          .optional()
+          .describe("Values for the workflow's inputs (see workflow_resolve_inputs)"),
+      }),
       outputSchema: AdvanceResultSchema,
-      annotations: EXECUTION_ANNOTATIONS,
-      handler: async (input) =>
-        (await service()).start({
-          workflow_name: (input.workflow_name ?? input.workflowId) as string,
-          execution_id: input.execution_id,
-          context: input.context,
-          inputs: input.inputs,
-        }),
+      annotations: START_ANNOTATIONS,
+      meta: VIEW_TOOL_META,
+      handler: async (input, { caller }) =>
+        presentOutcome(
+          await (await service()).start(
+            {
+              workflow_id: input.workflow_id,
+              execution_id: input.execution_id,
+              context: input.context,
+              inputs: input.inputs,
+            },
+            caller,
+          ),
+        ) as z.input<typeof AdvanceResultSchema>,
     }),
     defineTool({
       name: 'workflow_next_step',
+      aliases: ['workflow.next_step'],
       title: 'Complete the current step',
       description:
         "Reports the current step's output with its continuation token. A valid output advances to the next step (or completes the workflow); an invalid one returns the issues and a fresh token. Re-sending the same token and output returns the same answer.",
+      argumentAliases: { continuation_token: 'token', new_token: 'token' },
       inputSchema: z.strictObject({
-        token: z
-          .string()
-          .min(1)
-          .max(4096)
-          .describe('continuation token from the last answer or current_step'),
+        token: z.string().min(1).max(4096).describe('From the workflow_next_step call in the last next'),
         output: OutputSchema,
       }),
       outputSchema: AdvanceResultSchema,
       annotations: EXECUTION_ANNOTATIONS,
-      // Replayed answers come back from the store as recorded; their shape is this schema's.
-      handler: async ({ token, output }) =>
-        (await (await service()).nextStep(token, output)) as z.input<typeof AdvanceResultSchema>,
+      meta: VIEW_TOOL_META,
+      handler: async ({ token, output }, { caller }) =>
+        presentOutcome(await (await service()).nextStep(token, output, caller)) as z.input<
+          typeof AdvanceResultSchema
+        >,
     }),
     defineTool({
       name: 'workflow_set_state',
+      aliases: ['workflow.set_state'],
       title: 'Pause, resume, abandon, fail or diverge an execution',
       description:
         'Moves an execution to another state: running -> paused|completed|failed|abandoned|diverged, paused -> running|abandoned.',
@@ -171,6 +189,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
         previous_state: z.enum(EXECUTION_STATES).describe('State before'),
         workflow_state: z.enum(EXECUTION_STATES).describe('State now'),
         allowed_next: z.array(z.string()).describe('States reachable from here'),
+        next: NextSchema,
       }),
       annotations: {
         readOnlyHint: false,
@@ -178,46 +197,70 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
         idempotentHint: false,
         openWorldHint: false,
       },
-      handler: async ({ execution_id, state, reason }) =>
-        (await service()).setState(execution_id, state, reason),
-    }),
-    defineTool({
-      name: 'workflow_resume',
-      title: 'Get back to an execution',
-      description:
-        'Returns the current step of an execution with its persona, instructions and a valid continuation token (a fresh one if the last expired). Use after a context reset.',
-      inputSchema: z.strictObject({ execution_id: ExecutionIdSchema }),
-      outputSchema: z.object({
-        execution_id: z.string().describe('Execution id'),
-        workflow_name: z.string().describe('Workflow id'),
-        workflow_state: z.enum(EXECUTION_STATES).describe('State'),
-        current_step: z.string().nullable().describe('Step in progress'),
-        step_status: z.string().nullable().describe('running, or null when finished'),
-        agent_name: z.string().nullable().describe('Persona for the step'),
-        progress: z.string().nullable().describe('Steps handed out / planned'),
-        continuation_token: z
-          .string()
-          .nullable()
-          .describe('Token for workflow_next_step (null unless running)'),
-        agent_content: z.string().nullable().describe('Persona and step instructions'),
-        instructions: z.string().describe('What to do'),
-        step: z.looseObject({}).optional().describe('The step definition'),
-        guidance: z.looseObject({}).optional().describe('Guidance as in workflow_next'),
-        commands: CommandRunSchema,
-      }),
-      annotations: EXECUTION_ANNOTATIONS,
-      handler: async ({ execution_id }) => {
-        const { view, ...current } = await (await service()).resume(execution_id);
-        return { ...current, ...(view ? { step: view.step, guidance: view.guidance } : {}) };
+      summarize: (r) => `Execution ${r.execution_id}: ${r.previous_state} -> ${r.workflow_state}.`,
+      handler: async ({ execution_id, state, reason }, { caller }) => {
+        const changed = await (await service()).setState(execution_id, state, reason, caller);
+        return {
+          success: true,
+          execution_id: changed.execution_id,
+          previous_state: changed.previous_state,
+          workflow_state: changed.state,
+          allowed_next: changed.allowed_next,
+          // Running again: the step (and a token) comes from workflow_resume. Paused: nothing until set running.
+          next: changed.state === 'running' ? [resumeCall(changed.execution_id)] : [],
+        };
       },
     }),
     defineTool({
+      name: 'workflow_resume',
+      aliases: ['workflow.resume'],
+      title: 'Get back to an execution',
+      description:
+        'Returns the current step of an execution (persona, instructions, the next call with a valid token; a fresh one if the last expired) and retries a command step that could not finish. Use after a context reset.',
+      inputSchema: z.strictObject({ execution_id: ExecutionIdSchema }),
+      outputSchema: z.object({
+        execution_id: z.string().describe('Execution id'),
+        workflow_id: z.string().describe('Workflow id'),
+        workflow_state: z.enum(EXECUTION_STATES).describe('State'),
+        current_step: z.string().nullable().describe('Step in progress'),
+        step_status: z
+          .string()
+          .nullable()
+          .describe('running, server (a command step), or null when finished'),
+        agent_name: z.string().nullable().describe('Persona for the step'),
+        progress: z.string().nullable().describe('Steps handed out / planned'),
+        agent_content: z.string().nullable().describe('Persona and step instructions'),
+        instructions: z.string().describe('What to do'),
+        guidance: StepViewShape.guidance,
+        loop: StepViewShape.loop,
+        commands: CommandRunSchema,
+        next: NextSchema,
+        waiting: z
+          .object({
+            step_id: z.string().describe('Command step'),
+            command: z.string().describe('"<catalog> <command>"'),
+            reason: z.string().describe('Why the last attempt failed'),
+            message: z.string().describe('What happened'),
+            status: z.number().optional().describe('HTTP status, if any'),
+          })
+          .optional()
+          .describe('The current command step failed in a way a retry may fix; workflow_resume retries it'),
+      }),
+      annotations: EXECUTION_ANNOTATIONS,
+      meta: VIEW_TOOL_META,
+      summarize: (r) => r.instructions,
+      handler: async ({ execution_id }, { caller }) =>
+        presentCurrent(await (await service()).resume(execution_id, caller)),
+    }),
+    defineTool({
       name: 'workflow_executions',
+      aliases: ['workflow.executions'],
       title: 'Find executions',
       description:
         'Lists executions, most recently updated first, filtered by workflow and state (default: unfinished ones). Use it to find work to resume.',
+      argumentAliases: { workflow_name: 'workflow_id' },
       inputSchema: z.strictObject({
-        workflow_name: IdSchema.optional().describe('Only this workflow'),
+        workflow_id: IdSchema.optional().describe('Only this workflow'),
         states: z
           .array(z.enum(EXECUTION_STATES))
           .max(7)
@@ -230,7 +273,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
           .array(
             z.object({
               execution_id: z.string().describe('Execution id'),
-              workflow_name: z.string().describe('Workflow id'),
+              workflow_id: z.string().describe('Workflow id'),
               state: z.enum(EXECUTION_STATES).describe('State'),
               current_step: z.string().nullable().describe('Step in progress'),
               started_at: z.string().describe('Start time'),
@@ -239,15 +282,28 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
             }),
           )
           .describe('Matching executions'),
+        next: NextSchema,
       }),
       annotations: READ_ONLY,
-      handler: async ({ workflow_name, states, limit }) => ({
-        executions: await (await service()).find({
-          workflow_name,
-          states: states ?? ['idle', 'running', 'paused'],
-          limit: limit ?? 20,
-        }),
-      }),
+      summarize: (r) => `${r.executions.length} execution(s).`,
+      handler: async ({ workflow_id, states, limit }, { caller }) => {
+        const found = await (await service()).queries.find(
+          {
+            workflow_id,
+            states: states ?? ['idle', 'running', 'paused'],
+            limit: limit ?? 20,
+          },
+          caller,
+        );
+        const latest = found.find((e) => e.state === 'running' || e.state === 'paused');
+        return {
+          executions: found.map((e) => ({ ...e, current_step_resource: currentStepUri(e.execution_id) })),
+          // The most recent unfinished one is the likeliest to pick up again.
+          next: latest
+            ? [latest.state === 'paused' ? unpauseCall(latest.execution_id) : resumeCall(latest.execution_id)]
+            : [],
+        };
+      },
     }),
   ];
 }

@@ -1,12 +1,12 @@
-import { readFile } from 'node:fs/promises';
 import * as z from 'zod';
 import { fail } from '../../engine/errors.js';
 import { buildGuidance, contextScope } from '../../engine/guidance.js';
 import { allStepIds, findActionStep, nextStep } from '../../engine/next-step.js';
 import { CriteriaError, GENERIC_SUGGESTION, type ValidationEngine } from '../../engine/validation-engine.js';
-import { ID_PATTERN, IdSchema, isCommandStep, type Workflow } from '../../workflows/model.js';
+import { ID_PATTERN, IdSchema, isCommandStep, type Workflow } from '../../model/workflow.js';
+import { toMermaid, workflowDiagram } from '../../workflows/diagram.js';
 import { formatOf } from '../../workflows/parse.js';
-import { contentVersion, type LoadedWorkflow, type WorkflowRegistry } from '../../workflows/registry.js';
+import { contentVersion, type WorkflowRegistry } from '../../workflows/registry.js';
 import { ViolationSchema } from '../schemas.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 
@@ -35,23 +35,6 @@ const GuidanceSchema = z
     validationCriteria: z.array(z.string()).describe('What the output will be checked for'),
   })
   .describe('Orchestration guidance');
-
-/** Looks a workflow up, turning "missing" and "broken" into the seed's -32001 / -32002 errors. */
-export function requireWorkflow(registry: WorkflowRegistry, id: string): LoadedWorkflow {
-  const entry = registry.get(id);
-  if (entry === undefined)
-    fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
-  if (entry.status === 'broken') {
-    fail({
-      code: 'workflow_invalid',
-      message: 'Invalid workflow',
-      workflowId: id,
-      file: entry.file,
-      violations: entry.violations,
-    });
-  }
-  return entry;
-}
 
 function checkStepIds(workflow: Workflow, ids: readonly string[]): void {
   const known = allStepIds(workflow);
@@ -99,6 +82,7 @@ export function guidanceTools({ registry, engine, allowedEnv = {} }: GuidanceDep
   return [
     defineTool({
       name: 'workflow_list',
+      aliases: ['workflow.list'],
       title: 'List workflows',
       description:
         'Lists all available workflows. Definitions that fail validation are reported in `broken`, never in `workflows`.',
@@ -117,6 +101,8 @@ export function guidanceTools({ registry, engine, allowedEnv = {} }: GuidanceDep
           .describe('Definition files that could not be loaded'),
       }),
       annotations: READ_ONLY,
+      summarize: (r) =>
+        `${r.workflows.length} workflow(s)${r.broken.length > 0 ? `, ${r.broken.length} broken file(s)` : ''}.`,
       handler: async () => {
         await registry.ready();
         return registry.list();
@@ -124,15 +110,20 @@ export function guidanceTools({ registry, engine, allowedEnv = {} }: GuidanceDep
     }),
     defineTool({
       name: 'workflow_get',
+      aliases: ['workflow.get'],
       title: 'Get a workflow',
       description:
-        'Retrieves a workflow definition by id. view "source" returns the file for editing instead: {workflow_id, path, format, content, parsed, version}.',
+        'Retrieves a workflow definition by id. view "source" returns the file for editing instead: {workflow_id, path, format, content, parsed, version}; view "diagram" returns {workflow_id, mermaid}, a Mermaid flowchart to show the user (in a ```mermaid block).',
+      // Seed 001 fixes this schema (id); workflow_id, the name every other tool uses, is accepted too.
+      argumentAliases: { workflow_id: 'id' },
       inputSchema: z.strictObject({
         id: IdSchema.describe('The workflow ID to retrieve'),
         view: z
-          .enum(['definition', 'source'])
+          .enum(['definition', 'source', 'diagram'])
           .optional()
-          .describe('definition (default): the parsed workflow; source: the file text and its version'),
+          .describe(
+            'definition (default): the parsed workflow; source: the file text and its version; diagram: Mermaid text',
+          ),
       }),
       outputSchema: z
         .looseObject({
@@ -154,18 +145,25 @@ export function guidanceTools({ registry, engine, allowedEnv = {} }: GuidanceDep
             .optional()
             .describe('Parsed definition, null if invalid (source view)'),
           violations: z.array(ViolationSchema).optional().describe('Why the file is invalid (source view)'),
+          mermaid: z
+            .string()
+            .optional()
+            .describe('Mermaid flowchart: steps, conditions on edges, loops, command steps (diagram view)'),
         })
         .describe('The workflow definition (valid against the workflow JSON Schema), or its source view'),
       annotations: READ_ONLY,
+      summarize: (r) => `Workflow ${String(r.id ?? r.workflow_id)}.`,
       handler: async ({ id, view }) => {
         await registry.ready();
-        if (view !== 'source') return requireWorkflow(registry, id).workflow;
+        if (view === 'diagram') {
+          return { workflow_id: id, mermaid: toMermaid(workflowDiagram(registry.require(id).workflow)) };
+        }
+        if (view !== 'source') return registry.require(id).workflow;
         const entry = registry.get(id);
         if (entry === undefined)
           fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
-        const bytes = await readFile(entry.file).catch(() =>
-          fail({ code: 'storage_error', message: 'Storage error', details: `cannot read ${entry.file}` }),
-        );
+        // Read the safe way: a link that now leaves its source dir is refused, never followed.
+        const bytes = await registry.readSource(entry);
         return {
           workflow_id: id,
           path: entry.file,
@@ -179,6 +177,9 @@ export function guidanceTools({ registry, engine, allowedEnv = {} }: GuidanceDep
     }),
     defineTool({
       name: 'workflow_next',
+      aliases: ['workflow.next'],
+      // Seed 001 fixes the guidance tools' schemas (workflowId); workflow_id is accepted too.
+      argumentAliases: { workflow_id: 'workflowId' },
       title: 'Next workflow step',
       description:
         'Gets the next step and its guidance from the steps completed so far and the context. Send back the returned completedSteps and context (they carry loop progress).',
@@ -233,9 +234,10 @@ export function guidanceTools({ registry, engine, allowedEnv = {} }: GuidanceDep
           .describe('Things to know, e.g. a loop that stopped at its iteration limit'),
       }),
       annotations: READ_ONLY,
+      summarize: (r) => (r.step ? `Next step: ${r.step.id}.` : 'The workflow is complete.'),
       handler: async ({ workflowId, currentStep, completedSteps, context }) => {
         await registry.ready();
-        const { workflow } = requireWorkflow(registry, workflowId);
+        const { workflow } = registry.require(workflowId);
         checkStepIds(workflow, currentStep === undefined ? completedSteps : [currentStep, ...completedSteps]);
         const next = nextStep(workflow, completedSteps, context ?? {});
         const guidance = next.step
@@ -269,9 +271,10 @@ export function guidanceTools({ registry, engine, allowedEnv = {} }: GuidanceDep
     }),
     defineTool({
       name: 'workflow_validate',
+      argumentAliases: { workflow_id: 'workflowId' },
       title: 'Validate step output',
       description:
-        "Validates a step's output against the step's validation criteria (contains, regex, length, JSON Schema; and/or/not; context-aware).",
+        "Checks one step's output against that step's validation criteria (contains, regex, length, JSON Schema; and/or/not; context-aware). Not a manifest check: that is workflow_validate_manifest (alias workflow.validate).",
       inputSchema: z.strictObject({
         workflowId: IdSchema.describe('The workflow ID'),
         stepId: StepIdSchema.describe('The step ID to validate'),
@@ -284,9 +287,10 @@ export function guidanceTools({ registry, engine, allowedEnv = {} }: GuidanceDep
         suggestions: z.array(z.string()).describe('Actionable suggestions'),
       }),
       annotations: READ_ONLY,
+      summarize: (r) => (r.valid ? 'The output passes.' : `The output fails: ${r.issues.join('; ')}`),
       handler: async ({ workflowId, stepId, output, context }) => {
         await Promise.all([registry.ready(), engine.load()]);
-        const { workflow } = requireWorkflow(registry, workflowId);
+        const { workflow } = registry.require(workflowId);
         const step = findActionStep(workflow, stepId);
         if (step === undefined)
           fail({ code: 'step_not_found', message: 'Step not found', workflowId, stepId });

@@ -100,4 +100,77 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       );
     `,
   },
+  {
+    version: 2,
+    name: 'principals on executions, leases on command steps',
+    sql: `
+      ALTER TABLE workflow_executions ADD COLUMN principal TEXT NOT NULL DEFAULT 'local';
+      CREATE INDEX workflow_executions_by_principal ON workflow_executions(principal, updated_at);
+      ALTER TABLE workflow_steps ADD COLUMN lease_owner TEXT;
+      ALTER TABLE workflow_steps ADD COLUMN lease_expires_at TEXT;
+    `,
+  },
+  {
+    version: 3,
+    name: 'tasks (MCP tasks: status, results, input requests, leases)',
+    sql: `
+      CREATE TABLE tasks (
+        task_id TEXT PRIMARY KEY,
+        principal TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL DEFAULT '{}',
+        run_id TEXT,
+        workflow_id TEXT,
+        status TEXT NOT NULL CHECK (status IN ('working','input_required','completed','failed','cancelled')),
+        status_message TEXT,
+        snapshot TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL,
+        last_updated_at TEXT NOT NULL,
+        ttl_ms INTEGER,
+        expires_at TEXT,
+        poll_interval_ms INTEGER NOT NULL,
+        input_requests TEXT NOT NULL DEFAULT '{}',
+        input_responses TEXT NOT NULL DEFAULT '{}',
+        result TEXT,
+        error TEXT,
+        owner TEXT,
+        lease_expires_at TEXT,
+        meta TEXT NOT NULL DEFAULT '{}'
+      );
+      CREATE INDEX tasks_by_principal ON tasks(principal, created_at, task_id);
+      CREATE INDEX tasks_by_run ON tasks(run_id);
+      CREATE INDEX tasks_by_status ON tasks(status);
+      CREATE INDEX tasks_by_expiry ON tasks(expires_at);
+
+      -- A terminal task never changes status (MCP tasks): the database refuses it too.
+      CREATE TRIGGER tasks_terminal_status
+      BEFORE UPDATE OF status ON tasks
+      WHEN OLD.status IN ('completed','failed','cancelled') AND NEW.status <> OLD.status
+      BEGIN
+        SELECT RAISE(ABORT, 'task status is terminal');
+      END;
+    `,
+  },
+  {
+    version: 4,
+    name: 'indexes to page, filter and count the executions of a principal',
+    sql: `
+      -- Keyset pages by (updated_at, execution_id); state rides along so counts never read the table.
+      CREATE INDEX workflow_executions_by_principal_page
+        ON workflow_executions(principal, updated_at, execution_id, state);
+      CREATE INDEX workflow_executions_by_principal_state
+        ON workflow_executions(principal, state, updated_at, execution_id);
+      CREATE INDEX workflow_executions_by_principal_workflow
+        ON workflow_executions(principal, workflow_name, updated_at, execution_id, state);
+      DROP INDEX workflow_executions_by_principal;
+    `,
+  },
+  {
+    version: 5,
+    name: 'runtime workflows, catalogs and credential bindings shared by replicas',
+    // PostgreSQL keeps what agents save at runtime in a table so replicas share it; a SQLite server is
+    // one machine and keeps those files in the runtime dir, so here the number is recorded and nothing
+    // else changes (a comment, not an empty string: an empty migration would be skipped unrecorded).
+    sql: '-- PostgreSQL only (runtime_documents); SQLite servers keep runtime workflows and catalogs in files',
+  },
 ];

@@ -1,23 +1,41 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import type { ExecutionState } from '../../engine/state-machine.js';
 import type {
   ArtifactRecord,
+  DefinitionRecord,
+  ExecutionCountFilter,
   ExecutionFilter,
+  ExecutionHead,
+  ExecutionPageFilter,
   ExecutionRecord,
   ExecutionStore,
   NewArtifact,
   NewTelemetry,
+  PurgeCounts,
+  PurgeFilter,
   StepRecord,
   StoreWriter,
   SubmissionRecord,
+  TaskFilter,
+  TaskRecord,
   TelemetryFilter,
   TelemetryRecord,
 } from '../execution-store.js';
 import { MIGRATIONS } from './migrations.js';
+import { DATABASE_FILE, refuseDamagedFile } from './sqlite-file.js';
 
-export const DATABASE_FILE = 'workflowlookup.db';
+/** How long a transaction waits for another connection (process) to release the write lock. */
 const BUSY_TIMEOUT_MS = 5000;
+/**
+ * SQLite's busy handler sleeps synchronously, stalling the whole event loop; once open, a statement
+ * waits at most this long that way (WAL readers are rarely kept waiting), and `begin` waits for the
+ * write lock asynchronously instead.
+ */
+const STATEMENT_BUSY_MS = 10;
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 type Row = Record<string, unknown>;
 
@@ -29,6 +47,7 @@ const now = () => new Date().toISOString();
 function toExecution(row: Row): ExecutionRecord {
   return {
     execution_id: row.execution_id as string,
+    principal: row.principal as string,
     workflow_name: row.workflow_name as string,
     definition_hash: row.definition_hash as string,
     state: row.state as ExecutionRecord['state'],
@@ -61,7 +80,102 @@ function toStep(row: Row): StepRecord {
     completed_at: (row.completed_at as string | null) ?? null,
     duration_ms: (row.duration_ms as number | null) ?? null,
     output: parse(row.output, null),
+    lease_owner: (row.lease_owner as string | null) ?? null,
+    lease_expires_at: (row.lease_expires_at as string | null) ?? null,
   };
+}
+
+function toTask(row: Row): TaskRecord {
+  return {
+    task_id: row.task_id as string,
+    principal: row.principal as string,
+    tool: row.tool as string,
+    arguments: parse(row.arguments, {}),
+    run_id: (row.run_id as string | null) ?? null,
+    workflow_id: (row.workflow_id as string | null) ?? null,
+    status: row.status as TaskRecord['status'],
+    status_message: (row.status_message as string | null) ?? null,
+    snapshot: parse(row.snapshot, {}),
+    created_at: row.created_at as string,
+    last_updated_at: row.last_updated_at as string,
+    ttl_ms: (row.ttl_ms as number | null) ?? null,
+    expires_at: (row.expires_at as string | null) ?? null,
+    poll_interval_ms: row.poll_interval_ms as number,
+    input_requests: parse(row.input_requests, {}),
+    input_responses: parse(row.input_responses, {}),
+    result: parse(row.result, null),
+    error: parse(row.error, null),
+    owner: (row.owner as string | null) ?? null,
+    lease_expires_at: (row.lease_expires_at as string | null) ?? null,
+    meta: parse(row.meta, {}),
+  };
+}
+
+const taskParams = (r: TaskRecord) => ({
+  ...r,
+  arguments: json(r.arguments),
+  snapshot: json(r.snapshot),
+  input_requests: json(r.input_requests),
+  input_responses: json(r.input_responses),
+  result: r.result === null ? null : json(r.result),
+  error: r.error === null ? null : json(r.error),
+  meta: json(r.meta),
+});
+
+const TERMINAL_STATES = new Set(['completed', 'failed', 'abandoned', 'diverged']);
+
+const HEAD_COLUMNS = `execution_id, principal, workflow_name, state, current_step, current_seq, token_attempt,
+  started_at, updated_at, completed_at, duration_ms`;
+
+function toHead(row: Row): ExecutionHead {
+  return {
+    execution_id: row.execution_id as string,
+    principal: row.principal as string,
+    workflow_name: row.workflow_name as string,
+    state: row.state as ExecutionState,
+    current_step: (row.current_step as string | null) ?? null,
+    current_seq: row.current_seq as number,
+    token_attempt: row.token_attempt as number,
+    started_at: row.started_at as string,
+    updated_at: row.updated_at as string,
+    completed_at: (row.completed_at as string | null) ?? null,
+    duration_ms: (row.duration_ms as number | null) ?? null,
+  };
+}
+
+/** WHERE clauses shared by listings and counts. */
+function filterClauses(filter: ExecutionCountFilter & { states?: readonly ExecutionState[] | undefined }) {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (filter.principal !== undefined) {
+    where.push('principal = ?');
+    params.push(filter.principal);
+  }
+  if (filter.workflow_name !== undefined) {
+    where.push('workflow_name = ?');
+    params.push(filter.workflow_name);
+  }
+  if (filter.states !== undefined && filter.states.length > 0) {
+    where.push(`state IN (${filter.states.map(() => '?').join(',')})`);
+    params.push(...filter.states);
+  }
+  if (filter.updated_since !== undefined) {
+    where.push('updated_at >= ?');
+    params.push(filter.updated_since);
+  }
+  if (filter.updated_before !== undefined) {
+    where.push('updated_at < ?');
+    params.push(filter.updated_before);
+  }
+  return { where, params };
+}
+
+export interface SqliteStoreOptions {
+  /**
+   * Open the file read-only (the dashboard's queries): it must exist, nothing is migrated, and every
+   * transaction is refused. Readers never block the server's writers (WAL).
+   */
+  readOnly?: boolean;
 }
 
 const executionParams = (r: ExecutionRecord) => ({
@@ -72,33 +186,52 @@ const executionParams = (r: ExecutionRecord) => ({
 });
 
 /**
- * The SQLite adapter of the execution store: one file in the data dir, WAL, a busy timeout so
- * several server processes can share it, foreign keys on, and every transaction `BEGIN IMMEDIATE`
- * so concurrent writers serialize instead of failing half-way.
+ * The SQLite adapter of the execution store: one file in the data dir, WAL, foreign keys on, and
+ * every transaction `BEGIN IMMEDIATE` so concurrent writers serialize instead of failing half-way.
+ * Several processes (or several connections in one process) can share the file: a transaction waits
+ * for the write lock without blocking the event loop, so the holder (maybe in this process) can finish.
  */
 export class SqliteExecutionStore implements ExecutionStore {
   readonly location: string;
   private readonly db: Database.Database;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly stmts;
+  private readonly readOnly: boolean;
+  private readonly listeners = new Set<() => void>();
 
-  constructor(dataDir: string) {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  constructor(dataDir: string, options: SqliteStoreOptions = {}) {
+    this.readOnly = options.readOnly === true;
     this.location = join(dataDir, DATABASE_FILE);
-    this.db = new Database(this.location, { timeout: BUSY_TIMEOUT_MS });
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('foreign_keys = ON');
-    this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    migrate(this.db);
+    if (this.readOnly) {
+      if (!existsSync(this.location)) throw new Error(`${this.location} does not exist yet`);
+      refuseDamagedFile(this.location);
+      this.db = new Database(this.location, {
+        readonly: true,
+        fileMustExist: true,
+        timeout: BUSY_TIMEOUT_MS,
+      });
+      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      this.db.pragma('query_only = ON');
+      refuseNewerSchema(this.db);
+    } else {
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      refuseDamagedFile(this.location);
+      this.db = new Database(this.location, { timeout: BUSY_TIMEOUT_MS });
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      this.db.pragma('foreign_keys = ON');
+      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      migrate(this.db);
+      this.db.pragma(`busy_timeout = ${STATEMENT_BUSY_MS}`);
+    }
     const db = this.db;
     this.stmts = {
       getExecution: db.prepare('SELECT * FROM workflow_executions WHERE execution_id = ?'),
       insertExecution:
-        db.prepare(`INSERT INTO workflow_executions (execution_id, workflow_name, definition_hash,
+        db.prepare(`INSERT INTO workflow_executions (execution_id, principal, workflow_name, definition_hash,
         state, current_step, current_seq, completed_steps, context, token_nonce, token_attempt, token_issued_at,
         token_expires_at, started_at, updated_at, completed_at, duration_ms, metadata)
-        VALUES (@execution_id, @workflow_name, @definition_hash, @state, @current_step, @current_seq, @completed_steps,
+        VALUES (@execution_id, @principal, @workflow_name, @definition_hash, @state, @current_step, @current_seq, @completed_steps,
         @context, @token_nonce, @token_attempt, @token_issued_at, @token_expires_at, @started_at, @updated_at,
         @completed_at, @duration_ms, @metadata)`),
       updateExecution:
@@ -111,11 +244,12 @@ export class SqliteExecutionStore implements ExecutionStore {
       getStep: db.prepare('SELECT * FROM workflow_steps WHERE execution_id = ? AND seq = ?'),
       insertStep:
         db.prepare(`INSERT INTO workflow_steps (execution_id, seq, step_name, agent_name, iteration, status,
-        attempts, started_at, completed_at, duration_ms, output) VALUES (@execution_id, @seq, @step_name, @agent_name,
-        @iteration, @status, @attempts, @started_at, @completed_at, @duration_ms, @output)`),
+        attempts, started_at, completed_at, duration_ms, output, lease_owner, lease_expires_at) VALUES (@execution_id, @seq,
+        @step_name, @agent_name, @iteration, @status, @attempts, @started_at, @completed_at, @duration_ms, @output,
+        @lease_owner, @lease_expires_at)`),
       updateStep: db.prepare(`UPDATE workflow_steps SET status = @status, attempts = @attempts,
-        completed_at = @completed_at, duration_ms = @duration_ms, output = @output
-        WHERE execution_id = @execution_id AND seq = @seq`),
+        completed_at = @completed_at, duration_ms = @duration_ms, output = @output, lease_owner = @lease_owner,
+        lease_expires_at = @lease_expires_at WHERE execution_id = @execution_id AND seq = @seq`),
       getArtifacts: db.prepare('SELECT * FROM workflow_artifacts WHERE execution_id = ? ORDER BY id'),
       getStepArtifacts: db.prepare(
         'SELECT * FROM workflow_artifacts WHERE execution_id = ? AND step_name = ? ORDER BY id',
@@ -130,10 +264,39 @@ export class SqliteExecutionStore implements ExecutionStore {
       getSubmission: db.prepare('SELECT * FROM token_submissions WHERE nonce = ?'),
       recordSubmission: db.prepare(`INSERT INTO token_submissions (nonce, execution_id, output_hash, response,
         created_at) VALUES (@nonce, @execution_id, @output_hash, @response, @created_at)`),
+      updateSubmission: db.prepare('UPDATE token_submissions SET response = ? WHERE nonce = ?'),
       getDefinition: db.prepare('SELECT content FROM workflow_definitions WHERE hash = ?'),
+      getPinnedDefinition: db.prepare('SELECT * FROM workflow_definitions WHERE hash = ?'),
       pinDefinition:
         db.prepare(`INSERT OR IGNORE INTO workflow_definitions (hash, workflow_id, content, created_at)
         VALUES (?, ?, ?, ?)`),
+      getSubmissions: db.prepare(
+        'SELECT * FROM token_submissions WHERE execution_id = ? ORDER BY created_at, nonce',
+      ),
+      pageExecutions: db.prepare(
+        'SELECT * FROM workflow_executions WHERE execution_id > ? ORDER BY execution_id LIMIT ?',
+      ),
+      schemaVersion: db.prepare('SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations'),
+      getTask: db.prepare('SELECT * FROM tasks WHERE task_id = ?'),
+      insertTask:
+        db.prepare(`INSERT INTO tasks (task_id, principal, tool, arguments, run_id, workflow_id, status,
+        status_message, snapshot, created_at, last_updated_at, ttl_ms, expires_at, poll_interval_ms, input_requests,
+        input_responses, result, error, owner, lease_expires_at, meta) VALUES (@task_id, @principal, @tool, @arguments,
+        @run_id, @workflow_id, @status, @status_message, @snapshot, @created_at, @last_updated_at, @ttl_ms, @expires_at,
+        @poll_interval_ms, @input_requests, @input_responses, @result, @error, @owner, @lease_expires_at, @meta)`),
+      updateTask: db.prepare(`UPDATE tasks SET tool = @tool, arguments = @arguments, run_id = @run_id,
+        workflow_id = @workflow_id, status = @status, status_message = @status_message, snapshot = @snapshot,
+        last_updated_at = @last_updated_at, ttl_ms = @ttl_ms, expires_at = @expires_at,
+        poll_interval_ms = @poll_interval_ms, input_requests = @input_requests, input_responses = @input_responses,
+        result = @result, error = @error, owner = @owner, lease_expires_at = @lease_expires_at, meta = @meta
+        WHERE task_id = @task_id`),
+      deleteExpiredTasks: db.prepare(
+        `DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at < ? AND status IN ('completed','failed','cancelled')`,
+      ),
+      listPrincipals: db.prepare('SELECT DISTINCT principal FROM workflow_executions ORDER BY principal'),
+      changed:
+        db.prepare(`SELECT ${HEAD_COLUMNS} FROM workflow_executions WHERE principal = ? AND updated_at >= ?
+        ORDER BY updated_at, execution_id LIMIT ?`),
     };
   }
 
@@ -168,12 +331,26 @@ export class SqliteExecutionStore implements ExecutionStore {
           }) as ArtifactRecord,
       ),
     getTelemetry: async (filter) => this.telemetry(filter),
+    listExecutionHeads: async (filter) => this.heads(filter),
+    countExecutions: async (filter) => this.counts(filter),
+    listPrincipals: async () =>
+      (this.stmts.listPrincipals.all() as { principal: string }[]).map((r) => r.principal),
+    changedExecutions: async ({ principal, since, limit }) =>
+      (this.stmts.changed.all(principal, since, limit) as Row[]).map(toHead),
     getSubmission: async (nonce) => {
       const row = this.stmts.getSubmission.get(nonce) as Row | undefined;
       return row ? ({ ...row, response: parse(row.response, null) } as SubmissionRecord) : undefined;
     },
     getDefinition: async (hash) =>
       (this.stmts.getDefinition.get(hash) as { content: string } | undefined)?.content,
+    getPinnedDefinition: async (hash) =>
+      this.stmts.getPinnedDefinition.get(hash) as DefinitionRecord | undefined,
+    getSubmissions: async (id) =>
+      (this.stmts.getSubmissions.all(id) as Row[]).map(
+        (row) => ({ ...row, response: parse(row.response, null) }) as SubmissionRecord,
+      ),
+    pageExecutions: async (after, limit) =>
+      (this.stmts.pageExecutions.all(after ?? '', limit) as Row[]).map(toExecution),
     pinDefinition: async (hash, workflowId, content) => {
       this.stmts.pinDefinition.run(hash, workflowId, content, now());
     },
@@ -207,11 +384,134 @@ export class SqliteExecutionStore implements ExecutionStore {
     recordSubmission: async (record) => {
       this.stmts.recordSubmission.run({ ...record, response: json(record.response) });
     },
+    updateSubmission: async (nonce, response) => {
+      this.stmts.updateSubmission.run(json(response), nonce);
+    },
+    importDefinition: async (record) => {
+      this.stmts.pinDefinition.run(record.hash, record.workflow_id, record.content, record.created_at);
+    },
+    importArtifact: async (record) =>
+      Number(
+        this.stmts.insertArtifact.run({
+          ...record,
+          metadata: record.metadata === null ? null : json(record.metadata),
+        }).lastInsertRowid,
+      ),
+    importTelemetry: async (record) => {
+      this.stmts.insertTelemetry.run({
+        ...record,
+        metadata: record.metadata === null ? null : json(record.metadata),
+      });
+    },
+    getTask: async (taskId) => {
+      const row = this.stmts.getTask.get(taskId) as Row | undefined;
+      return row ? toTask(row) : undefined;
+    },
+    listTasks: async (filter) => this.tasks(filter),
+    insertTask: async (record) => {
+      this.stmts.insertTask.run(taskParams(record));
+    },
+    updateTask: async (record) => {
+      this.stmts.updateTask.run(taskParams(record));
+    },
+    deleteExpiredTasks: async (nowIso) => this.stmts.deleteExpiredTasks.run(nowIso).changes,
+    purgeHistory: async (filter) => this.purge(filter),
   };
+
+  private tasks(filter: TaskFilter): TaskRecord[] {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.principal !== undefined) {
+      where.push('principal = ?');
+      params.push(filter.principal);
+    }
+    if (filter.run_id !== undefined) {
+      where.push('run_id = ?');
+      params.push(filter.run_id);
+    }
+    if (filter.statuses !== undefined && filter.statuses.length > 0) {
+      where.push(`status IN (${filter.statuses.map(() => '?').join(',')})`);
+      params.push(...filter.statuses);
+    }
+    if (filter.before !== undefined) {
+      where.push('(created_at < ? OR (created_at = ? AND task_id < ?))');
+      params.push(filter.before.created_at, filter.before.created_at, filter.before.task_id);
+    }
+    const sql = `SELECT * FROM tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY created_at DESC, task_id DESC LIMIT ?`;
+    return (this.db.prepare(sql).all(...params, filter.limit) as Row[]).map(toTask);
+  }
+
+  /** Collects the doomed executions in a temporary table, counts what hangs off them, then deletes. */
+  private purge(filter: PurgeFilter): PurgeCounts {
+    const db = this.db;
+    const states = filter.states.filter((s) => TERMINAL_STATES.has(s));
+    db.exec('CREATE TEMP TABLE IF NOT EXISTS purge_ids (execution_id TEXT PRIMARY KEY)');
+    db.exec('DELETE FROM purge_ids');
+    if (states.length > 0) {
+      const where = ['principal = ?', `state IN (${states.map(() => '?').join(',')})`];
+      const params: unknown[] = [filter.principal, ...states];
+      if (filter.workflow_name !== undefined) {
+        where.push('workflow_name = ?');
+        params.push(filter.workflow_name);
+      }
+      if (filter.finished_before !== undefined) {
+        where.push('COALESCE(completed_at, updated_at) < ?');
+        params.push(filter.finished_before);
+      }
+      db.prepare(
+        `INSERT INTO purge_ids SELECT execution_id FROM workflow_executions WHERE ${where.join(' AND ')}`,
+      ).run(...params);
+    }
+    // Finished tasks go with their run; those that never got one (or whose run is gone) match on their own.
+    const taskStatuses = [
+      ...(states.includes('completed') ? ['completed'] : []),
+      ...(states.includes('failed') ? ['failed'] : []),
+      ...(states.includes('abandoned') ? ['cancelled'] : []),
+    ];
+    const runless = ['principal = ?', `status IN (${taskStatuses.map(() => '?').join(',') || "''"})`];
+    const runlessParams: unknown[] = [filter.principal, ...taskStatuses];
+    runless.push(
+      '(run_id IS NULL OR run_id NOT IN (SELECT execution_id FROM workflow_executions WHERE principal = ?))',
+    );
+    runlessParams.push(filter.principal);
+    if (filter.workflow_name !== undefined) {
+      runless.push('workflow_id = ?');
+      runlessParams.push(filter.workflow_name);
+    }
+    if (filter.finished_before !== undefined) {
+      runless.push('last_updated_at < ?');
+      runlessParams.push(filter.finished_before);
+    }
+    const inPurge = 'execution_id IN (SELECT execution_id FROM purge_ids)';
+    const taskWhere = `(principal = ? AND status IN ('completed','failed','cancelled') AND run_id IN (SELECT execution_id FROM purge_ids)) OR (${runless.join(' AND ')})`;
+    const taskParams = [filter.principal, ...runlessParams];
+    const count = (sql: string, ...params: unknown[]) => (db.prepare(sql).get(...params) as { n: number }).n;
+    const counts: PurgeCounts = {
+      executions: count('SELECT COUNT(*) AS n FROM purge_ids'),
+      steps: count(`SELECT COUNT(*) AS n FROM workflow_steps WHERE ${inPurge}`),
+      artifacts: count(`SELECT COUNT(*) AS n FROM workflow_artifacts WHERE ${inPurge}`),
+      telemetry: count(`SELECT COUNT(*) AS n FROM telemetry_events WHERE ${inPurge}`),
+      submissions: count(`SELECT COUNT(*) AS n FROM token_submissions WHERE ${inPurge}`),
+      tasks: count(`SELECT COUNT(*) AS n FROM tasks WHERE ${taskWhere}`, ...taskParams),
+    };
+    if (!filter.dry_run) {
+      db.prepare(`DELETE FROM tasks WHERE ${taskWhere}`).run(...taskParams);
+      db.exec(`DELETE FROM telemetry_events WHERE ${inPurge}`);
+      // Steps, artifacts and submissions go with their execution (ON DELETE CASCADE).
+      db.exec(`DELETE FROM workflow_executions WHERE ${inPurge}`);
+    }
+    db.exec('DELETE FROM purge_ids');
+    return counts;
+  }
 
   private list(filter: ExecutionFilter): ExecutionRecord[] {
     const where: string[] = [];
     const params: unknown[] = [];
+    if (filter.principal !== undefined) {
+      where.push('principal = ?');
+      params.push(filter.principal);
+    }
     if (filter.workflow_name !== undefined) {
       where.push('workflow_name = ?');
       params.push(filter.workflow_name);
@@ -221,13 +521,47 @@ export class SqliteExecutionStore implements ExecutionStore {
       params.push(...filter.states);
     }
     const sql = `SELECT * FROM workflow_executions ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-      ORDER BY updated_at DESC, execution_id LIMIT ?`;
+      ORDER BY updated_at DESC, execution_id DESC LIMIT ?`;
     return (this.db.prepare(sql).all(...params, filter.limit) as Row[]).map(toExecution);
+  }
+
+  private heads(filter: ExecutionPageFilter): ExecutionHead[] {
+    const { where, params } = filterClauses(filter);
+    // Keyset paging on (updated_at, execution_id): every page costs the same, however deep.
+    const newer = filter.newer_than;
+    if (filter.older_than !== undefined) {
+      where.push('(updated_at, execution_id) < (?, ?)');
+      params.push(filter.older_than.updated_at, filter.older_than.execution_id);
+    }
+    if (newer !== undefined) {
+      where.push('(updated_at, execution_id) > (?, ?)');
+      params.push(newer.updated_at, newer.execution_id);
+    }
+    const order = newer !== undefined ? 'ASC' : 'DESC';
+    const sql = `SELECT ${HEAD_COLUMNS} FROM workflow_executions ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY updated_at ${order}, execution_id ${order} LIMIT ?`;
+    const rows = (this.db.prepare(sql).all(...params, filter.limit) as Row[]).map(toHead);
+    return newer !== undefined ? rows.reverse() : rows;
+  }
+
+  private counts(filter: ExecutionCountFilter): Partial<Record<ExecutionState, number>> {
+    const { where, params } = filterClauses(filter);
+    const sql = `SELECT state, COUNT(*) AS n FROM workflow_executions ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      GROUP BY state`;
+    const rows = this.db.prepare(sql).all(...params) as { state: ExecutionState; n: number }[];
+    return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   }
 
   private telemetry(filter: TelemetryFilter): TelemetryRecord[] {
     const where: string[] = [];
     const params: unknown[] = [];
+    if (filter.principal !== undefined) {
+      // A correlated lookup by primary key: an IN (...) list would read every execution of the principal.
+      where.push(
+        'EXISTS (SELECT 1 FROM workflow_executions e WHERE e.execution_id = telemetry_events.execution_id AND e.principal = ?)',
+      );
+      params.push(filter.principal);
+    }
     if (filter.execution_id !== undefined) {
       where.push('execution_id = ?');
       params.push(filter.execution_id);
@@ -244,17 +578,39 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   transaction<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
+    if (this.readOnly) return Promise.reject(new Error(`${this.location} is open read-only`));
     return this.exclusive(async () => {
-      this.db.exec('BEGIN IMMEDIATE');
+      await this.begin();
+      let result: T;
       try {
-        const result = await fn(this.writer);
+        result = await fn(this.writer);
         this.db.exec('COMMIT');
-        return result;
       } catch (error) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
         throw error;
       }
+      for (const listener of this.listeners) listener();
+      return result;
     });
+  }
+
+  /** BEGIN IMMEDIATE, retried while another connection holds the write lock, up to BUSY_TIMEOUT_MS. */
+  private async begin(): Promise<void> {
+    const deadline = Date.now() + BUSY_TIMEOUT_MS;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.db.exec('BEGIN IMMEDIATE');
+        return;
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw error;
+        await pause(Math.random() * Math.min(20, attempt * 2));
+      }
+    }
+  }
+
+  watch(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   getExecution = (id: string) => this.exclusive(() => this.writer.getExecution(id));
@@ -266,12 +622,50 @@ export class SqliteExecutionStore implements ExecutionStore {
   getTelemetry = (filter: TelemetryFilter) => this.exclusive(() => this.writer.getTelemetry(filter));
   getSubmission = (nonce: string) => this.exclusive(() => this.writer.getSubmission(nonce));
   getDefinition = (hash: string) => this.exclusive(() => this.writer.getDefinition(hash));
+  getPinnedDefinition = (hash: string) => this.exclusive(() => this.writer.getPinnedDefinition(hash));
+  getSubmissions = (id: string) => this.exclusive(() => this.writer.getSubmissions(id));
+  pageExecutions = (after: string | null, limit: number) =>
+    this.exclusive(() => this.writer.pageExecutions(after, limit));
+  schemaVersion = () =>
+    this.exclusive(async () => (this.stmts.schemaVersion.get() as { version: number }).version);
+  getTask = (taskId: string) => this.exclusive(() => this.writer.getTask(taskId));
+  listTasks = (filter: TaskFilter) => this.exclusive(() => this.writer.listTasks(filter));
+  listExecutionHeads = (filter: ExecutionPageFilter) =>
+    this.exclusive(() => this.writer.listExecutionHeads(filter));
+  countExecutions = (filter: ExecutionCountFilter) =>
+    this.exclusive(() => this.writer.countExecutions(filter));
+  listPrincipals = () => this.exclusive(() => this.writer.listPrincipals());
+  changedExecutions = (filter: { principal: string; since: string; limit: number }) =>
+    this.exclusive(() => this.writer.changedExecutions(filter));
 
   async close(): Promise<void> {
+    this.listeners.clear();
     await this.exclusive(async () => {
       if (this.db.open) this.db.close();
     });
   }
+}
+
+function appliedVersions(db: Database.Database): Set<number> {
+  const versions = new Set(
+    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map(
+      (r) => r.version,
+    ),
+  );
+  const newest = Math.max(0, ...versions);
+  const known = MIGRATIONS.length;
+  if (newest > known) {
+    throw new Error(
+      `the database was written by a newer workflowlookup (schema version ${newest}, this one knows ${known}); upgrade workflowlookup`,
+    );
+  }
+  return versions;
+}
+
+function refuseNewerSchema(db: Database.Database): void {
+  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'");
+  if (table.get() === undefined) throw new Error('the database has no schema yet');
+  appliedVersions(db);
 }
 
 /** Applies the migrations the file does not have yet; refuses a file from a newer version. */
@@ -280,20 +674,10 @@ function migrate(db: Database.Database): void {
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
   );
   const apply = db.transaction(() => {
-    const applied = new Set(
-      (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map(
-        (r) => r.version,
-      ),
-    );
-    const newest = Math.max(0, ...applied);
-    const known = MIGRATIONS.length;
-    if (newest > known) {
-      throw new Error(
-        `the database was written by a newer workflowlookup (schema version ${newest}, this one knows ${known}); upgrade workflowlookup`,
-      );
-    }
+    const applied = appliedVersions(db);
     for (const m of MIGRATIONS) {
-      if (applied.has(m.version)) continue;
+      // A reserved number (work merged from another branch fills it) is neither applied nor recorded.
+      if (applied.has(m.version) || m.sql.trim() === '') continue;
       db.exec(m.sql);
       db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
         m.version,

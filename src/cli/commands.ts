@@ -1,0 +1,158 @@
+// The command line's commands and options: one table, from which parsing (src/cli/main.ts), every
+// --help text and the README's "Command line" block are made (test/docs.test.ts keeps the README in step).
+import { PROFILES } from '../config.js';
+import { SCOPES } from '../protocol/scopes.js';
+
+export interface OptionSpec {
+  type: 'boolean' | 'string';
+  value?: string;
+  help: string;
+}
+
+const SOURCE_OPTIONS: Record<string, OptionSpec> = {
+  'no-bundled': {
+    type: 'boolean',
+    help: 'leave out the bundled workflows (env WORKFLOWLOOKUP_INCLUDE_BUNDLED=false)',
+  },
+  'no-user': {
+    type: 'boolean',
+    help: 'leave out ~/.workflowlookup/workflows (env WORKFLOWLOOKUP_INCLUDE_USER=false)',
+  },
+  'no-project': {
+    type: 'boolean',
+    help: 'leave out ./.workflowlookup/workflows (env WORKFLOWLOOKUP_INCLUDE_PROJECT=false)',
+  },
+};
+
+const STORE_OPTION: OptionSpec = {
+  type: 'string',
+  value: 'DIR|URL',
+  help: 'a SQLite data dir or a postgres:// URL (default WORKFLOWLOOKUP_DATABASE_URL, else the data dir)',
+};
+
+export interface CommandSpec {
+  usage: string;
+  summary: string;
+  options: Record<string, OptionSpec>;
+}
+
+export const COMMAND_SPECS = {
+  serve: {
+    usage: 'serve [--http [--host H] [--port P] [--path /mcp]] [--stdio] [--tools LIST]',
+    summary: 'run the MCP server: on stdio (the default), over Streamable HTTP, or both',
+    options: {
+      http: {
+        type: 'boolean',
+        help: 'serve Streamable HTTP (both protocol eras), and the dashboard at /dashboard',
+      },
+      stdio: { type: 'boolean', help: 'with --http: serve stdio as well' },
+      host: {
+        type: 'string',
+        value: 'H',
+        help: 'HTTP address, default 127.0.0.1 (env WORKFLOWLOOKUP_HTTP_HOST)',
+      },
+      port: { type: 'string', value: 'P', help: 'HTTP port, default 3927 (env WORKFLOWLOOKUP_HTTP_PORT)' },
+      path: {
+        type: 'string',
+        value: 'PATH',
+        help: 'MCP endpoint path, default /mcp (env WORKFLOWLOOKUP_HTTP_PATH)',
+      },
+      tools: {
+        type: 'string',
+        value: 'LIST',
+        help: `tool groups to list: ${PROFILES.join(', ')} or all (env WORKFLOWLOOKUP_TOOLS)`,
+      },
+      ...SOURCE_OPTIONS,
+    },
+  },
+  dashboard: {
+    usage: 'dashboard [--port P]',
+    summary: 'web dashboard of executions and workflows on 127.0.0.1 (read-only pages, confirmed actions)',
+    options: {
+      port: {
+        type: 'string',
+        value: 'P',
+        help: 'port, default 3928 (env WORKFLOWLOOKUP_DASHBOARD_PORT; 0 picks a free one)',
+      },
+      ...SOURCE_OPTIONS,
+    },
+  },
+  list: {
+    usage: 'list [--json]',
+    summary: 'list the workflows every source provides (and broken files)',
+    options: { json: { type: 'boolean', help: 'print the workflow_list answer as JSON' }, ...SOURCE_OPTIONS },
+  },
+  validate: {
+    usage: 'validate [--json] <files...>',
+    summary: 'check workflow files the way the server does, warnings included (exit 1 on any error)',
+    options: { json: { type: 'boolean', help: 'print one report per file as JSON' } },
+  },
+  init: {
+    usage: 'init',
+    summary: 'create ./.workflowlookup/workflows with a sample workflow',
+    options: {},
+  },
+  sources: {
+    usage: 'sources',
+    summary: 'show the sources in precedence order and where each workflow comes from',
+    options: SOURCE_OPTIONS,
+  },
+  schema: {
+    usage: 'schema',
+    summary: 'print the workflow JSON Schema',
+    options: {},
+  },
+  migrate: {
+    usage: 'migrate [--store DIR|URL]',
+    summary: 'bring the execution store (SQLite data dir or PostgreSQL) up to date; print its schema version',
+    options: { store: STORE_OPTION },
+  },
+  export: {
+    usage: 'export [--store DIR|URL] [--out FILE]',
+    summary: 'write every execution as JSON lines (a backup, or to move between SQLite and PostgreSQL)',
+    options: {
+      store: STORE_OPTION,
+      out: { type: 'string', value: 'FILE', help: 'write here (default stdout)' },
+    },
+  },
+  import: {
+    usage: 'import FILE|- [--store DIR|URL]',
+    summary: 'read executions that export wrote; those already present are kept as they are',
+    options: { store: STORE_OPTION },
+  },
+  token: {
+    usage: 'token add NAME [--scopes read,run] [--principal P] | token list | token remove NAME',
+    summary: 'manage the static tokens of WORKFLOWLOOKUP_AUTH=tokens (a new token is printed once)',
+    options: {
+      scopes: {
+        type: 'string',
+        value: 'LIST',
+        help: `scopes to grant: ${SCOPES.join(', ')} (default read,run)`,
+      },
+      principal: { type: 'string', value: 'P', help: 'the principal the token acts as (default NAME)' },
+    },
+  },
+} satisfies Record<string, CommandSpec>;
+
+export const TITLE =
+  'workflowlookup - MCP server that keeps coding agents on the rails of multi-step workflows';
+
+export function optionLines(options: Record<string, OptionSpec>): string[] {
+  return Object.entries(options).map(([name, o]) => {
+    const flag = `--${name}${o.value ? ` ${o.value}` : ''}`;
+    return `  ${flag.padEnd(22)} ${o.help}`;
+  });
+}
+
+/** The README's command reference: each command, what it does and its options. */
+export function commandReference(): string {
+  return Object.values(COMMAND_SPECS as Record<string, CommandSpec>)
+    .flatMap((c) => [
+      `workflowlookup ${c.usage}`,
+      `    ${c.summary}`,
+      ...optionLines(c.options).map((line) => `  ${line}`),
+      '',
+    ])
+    .join('\n')
+    .trimEnd();
+}

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { HIDDEN, Redactor } from './redact.js';
+
+describe('Redactor', () => {
+  const r = new Redactor(['s3cret-value-123', 'short']);
+
+  it('hides known secret values, continuation tokens and JWTs anywhere in text', () => {
+    const token = `${Buffer.from(JSON.stringify({ execution_id: 'e', nonce: 'n' })).toString('base64url')}.${'A'.repeat(43)}`;
+    const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.abcdefghijklmnopqrstuvwxyz012345';
+    expect(r.text(`use ${token} or ${jwt}; key=s3cret-value-123; short stays`)).toBe(
+      `use ${HIDDEN} or ${HIDDEN}; key=${HIDDEN}; short stays`,
+    );
+  });
+
+  it('hides a secret with markup characters in its HTML and JSON forms too', () => {
+    const odd = new Redactor(['pa"ss<&>word']);
+    expect(odd.text('a pa&quot;ss&lt;&amp;&gt;word b pa\\"ss<&>word c pa"ss<&>word')).toBe(
+      `a ${HIDDEN} b ${HIDDEN} c ${HIDDEN}`,
+    );
+  });
+
+  it('hides string values under credential-like keys, at any depth, and leaves the rest', () => {
+    expect(
+      r.json({
+        api_key: 'k',
+        nested: [{ Authorization: 'Bearer x', password: 'p', count: 3 }],
+        max_tokens: 5,
+        note: 's3cret-value-123',
+      }),
+    ).toEqual({
+      api_key: HIDDEN,
+      nested: [{ Authorization: HIDDEN, password: HIDDEN, count: 3 }],
+      max_tokens: 5,
+      note: HIDDEN,
+    });
+  });
+
+  it('reads the secrets of an environment: credential-like variables only', () => {
+    const env = {
+      WORKFLOWLOOKUP_CATALOG_X_TOKEN: 'catalog-token-value',
+      PATH: '/usr/bin:/bin',
+      HOME: '/home/someone',
+    };
+    const fromEnv = Redactor.forEnvironment('/nonexistent', env, 'the-token-secret-of-32-characters!');
+    expect(fromEnv.text('catalog-token-value /usr/bin:/bin the-token-secret-of-32-characters!')).toBe(
+      `${HIDDEN} /usr/bin:/bin ${HIDDEN}`,
+    );
+  });
+
+  it('scans hostile text in linear time', () => {
+    const started = Date.now();
+    r.text('eyJ'.repeat(300_000));
+    r.text(`eyJ${'a'.repeat(1_000_000)}`);
+    r.text(`${'eyJaaaaaaaaaaaa.'.repeat(50_000)}`);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+});

@@ -1,0 +1,65 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { Workflow } from '../model/workflow.js';
+import { workflowDiagram } from '../workflows/diagram.js';
+import { formatOf, parseDefinition } from '../workflows/parse.js';
+import { validateDefinition } from '../workflows/validate-definition.js';
+import { diagramSvg } from './svg.js';
+
+const root = join(import.meta.dirname, '..', '..');
+
+async function definitions(): Promise<Workflow[]> {
+  const out: Workflow[] = [];
+  for (const dir of [join(root, 'workflows'), join(root, 'test', 'fixtures', 'valid')]) {
+    for (const f of readdirSync(dir).filter((name) => formatOf(name) !== undefined)) {
+      const parsed = await parseDefinition(readFileSync(join(dir, f), 'utf8'), formatOf(f) ?? 'json');
+      const result = parsed.ok ? validateDefinition(parsed.data) : undefined;
+      if (result?.ok) out.push(result.workflow);
+    }
+  }
+  return out;
+}
+
+describe('diagramSvg', () => {
+  it('lays out every bundled workflow and fixture: one g[data-step] per step, classes and geometry only', async () => {
+    const all = await definitions();
+    expect(all.length).toBeGreaterThan(10);
+    for (const w of all) {
+      const diagram = workflowDiagram(w);
+      const svg = diagramSvg(diagram, { title: w.name });
+      const steps = [...svg.matchAll(/<g class="wf-node[^"]*" data-step="([^"]+)"/g)].map((m) => m[1]);
+      expect(steps.sort(), w.id).toEqual(diagram.nodes.flatMap((n) => (n.step ? [n.step] : [])).sort());
+      expect(svg, w.id).not.toMatch(/\sstyle=|<style|<script|NaN|undefined/);
+      expect(svg.match(/<g class="wf-edge /g)?.length, w.id).toBe(diagram.edges.length);
+      expect(svg.match(/<g class="wf-cluster"/g)?.length ?? 0, w.id).toBe(diagram.clusters.length);
+    }
+  });
+
+  it('escapes titles and marks the initial live state', () => {
+    const w: Workflow = {
+      id: 'hostile',
+      name: '<img src=x onerror=alert(1)>',
+      description: 'd',
+      version: '1.0.0',
+      steps: [
+        { id: 'one', title: '</text><script>alert(1)</script>', prompt: 'p' },
+        { id: 'two', title: 'Two "quoted" & more', prompt: 'p' },
+      ],
+    };
+    const svg = diagramSvg(workflowDiagram(w), {
+      title: w.name,
+      states: new Map([
+        ['one', 'done'],
+        ['two', 'current'],
+      ]),
+    });
+    expect(svg).not.toContain('<script');
+    expect(svg).not.toContain('<img');
+    expect(svg).toContain('&lt;/text&gt;&lt;script&gt;');
+    expect(svg).toContain('aria-label="&lt;img src=x onerror=alert(1)&gt;"');
+    expect(svg).toContain('Two &quot;quoted&quot; &amp; more');
+    expect(svg).toMatch(/class="wf-node wf-prompt is-done" data-step="one"/);
+    expect(svg).toMatch(/class="wf-node wf-prompt is-current" data-step="two"/);
+  });
+});

@@ -1,0 +1,216 @@
+// Shapes and pure helpers of durable executions, shared by the service, its phases and its presenters.
+import { fail } from '../engine/errors.js';
+import type { Guidance } from '../engine/guidance.js';
+import type { LoopPosition } from '../engine/next-step.js';
+import type { ExecutionState } from '../engine/state-machine.js';
+import type { ValidationResult } from '../engine/validation-engine.js';
+import { isLoopStep, type PromptStep, type Workflow } from '../model/workflow.js';
+
+export const MAX_ARTIFACT_BYTES = 1024 * 1024;
+export const MAX_STEP_ARTIFACT_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_AGENT = 'default';
+
+/** The principal of the local stdio user: the one owner when nothing authenticates callers. */
+export const LOCAL_PRINCIPAL = 'local';
+
+/** Who asks, and what the transport offers the call while it runs. */
+export interface Caller {
+  /** Executions belong to the principal that started them; others never see them. */
+  principal: string;
+  /** Aborts the server's own work (command steps) when the request is cancelled. */
+  signal?: AbortSignal | undefined;
+  /** Called before the call waits on the network, so a transport may serve later requests meanwhile. */
+  onNetworkWait?: (() => void) | undefined;
+  /** Progress of long work (command steps and their polls). */
+  onProgress?: ((message: string) => void) | undefined;
+  /** Told as each command step starts (runs report their current step). */
+  onCommandStep?: ((stepId: string, command: string) => void) | undefined;
+}
+
+export const localCaller = (): Caller => ({ principal: LOCAL_PRINCIPAL });
+
+export type ArtifactInput =
+  | string
+  | {
+      type: 'file' | 'data' | 'report' | 'finding';
+      name: string;
+      content: string;
+      content_type?: string | undefined;
+      metadata?: Record<string, unknown> | undefined;
+    };
+
+export interface StepOutput {
+  summary: string;
+  artifacts?: ArtifactInput[] | undefined;
+  findings?: string[] | undefined;
+  next_step_recommendation?: string | undefined;
+  context?: Record<string, unknown> | undefined;
+}
+
+/** The step an execution is on, as handed to the agent. */
+export interface StepView {
+  step_name: string;
+  agent_name: string;
+  agent_content: string;
+  progress: string;
+  step: PromptStep;
+  guidance: Guidance;
+  loop?: LoopPosition;
+  notices?: string[];
+  /**
+   * Context variables the agent is expected to report with this step (`output.context.<name>`): those
+   * the enclosing loop's condition reads, which only the agent can know.
+   */
+  reports?: { name: string; hint: string }[];
+}
+
+/** One command step the server ran while advancing an execution. */
+export interface CommandRun {
+  step_id: string;
+  command: string;
+  status: number;
+  output: unknown;
+  attempts: number;
+  polls: number;
+  duration_ms: number;
+}
+
+/** Why an execution waits on a command step the server could not finish yet (it retries on resume). */
+export interface CommandWait {
+  step_id: string;
+  command: string;
+  reason: string;
+  message: string;
+  status?: number;
+}
+
+/** How the call that produced an outcome came about; presenters word their answer from it. */
+export type Origin = 'started' | 'existing' | 'advanced';
+
+/**
+ * What starting or advancing an execution produced. Outcomes, not answers, are stored as the replay
+ * record of a submission (`v` versions the shape), so the wire format can change without migrating.
+ */
+export type Outcome =
+  | {
+      v: 1;
+      kind: 'step';
+      origin: Origin;
+      execution_id: string;
+      workflow_id: string;
+      state: ExecutionState;
+      view: StepView;
+      token: string | null;
+      commands: CommandRun[];
+      /** The step whose output was accepted (advanced only). */
+      done_step?: string;
+    }
+  | {
+      v: 1;
+      /** No agent step to hand out: completed, or an existing execution that is finished or busy. */
+      kind: 'ended';
+      origin: Origin;
+      execution_id: string;
+      workflow_id: string;
+      state: ExecutionState;
+      final_output?: unknown;
+      commands: CommandRun[];
+      done_step?: string;
+    }
+  | {
+      v: 1;
+      kind: 'rejected';
+      origin: 'advanced';
+      execution_id: string;
+      workflow_id: string;
+      state: ExecutionState;
+      step_name: string;
+      validation: ValidationResult;
+      token: string | null;
+    }
+  | {
+      v: 1;
+      /** Recorded with the accepted output before its command steps ran; replaced by the final outcome. */
+      kind: 'pending';
+      execution_id: string;
+      done_step: string;
+    }
+  | {
+      v: 0;
+      /** A replay record written before outcomes were versioned: the answer as it was sent. */
+      kind: 'legacy';
+      answer: Record<string, unknown>;
+    };
+
+/** Where an execution stands (workflow_resume, the current_step resource). */
+export interface CurrentState {
+  execution_id: string;
+  workflow_id: string;
+  state: ExecutionState;
+  current_step: string | null;
+  /** The current step is a command step the server runs (no token until an agent step). */
+  on_command: boolean;
+  view?: StepView;
+  token: string | null;
+  /** Command steps this call ran. */
+  commands?: CommandRun[];
+  /** The last attempt at the current command step failed in a way a retry may fix. */
+  waiting?: CommandWait;
+}
+
+/** The agent-visible part of a step output, kept in the context as `steps.<id>.output`. */
+export function outputForTemplates(output: StepOutput): Record<string, unknown> {
+  return {
+    summary: output.summary,
+    ...(output.findings ? { findings: output.findings } : {}),
+    ...(output.next_step_recommendation ? { next_step_recommendation: output.next_step_recommendation } : {}),
+  };
+}
+
+export const nowIso = () => new Date().toISOString();
+
+export function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : 1));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** Number of prompt steps a definition has (loop bodies counted once): the denominator of progress. */
+export function plannedSteps(workflow: Workflow): number {
+  const bodyRefs = new Set(
+    workflow.steps.flatMap((s) => (isLoopStep(s) && typeof s.body === 'string' ? [s.body] : [])),
+  );
+  return workflow.steps.reduce((n, s) => {
+    if (bodyRefs.has(s.id)) return n;
+    return n + (isLoopStep(s) ? (Array.isArray(s.body) ? s.body.length : 1) : 1);
+  }, 0);
+}
+
+/** Refuses oversized artifacts before anything is written. */
+export function checkArtifacts(artifacts: readonly ArtifactInput[]): void {
+  let total = 0;
+  for (const a of artifacts) {
+    if (typeof a === 'string') continue;
+    const size = Buffer.byteLength(a.content);
+    total += size;
+    if (size > MAX_ARTIFACT_BYTES) {
+      fail({
+        code: 'invalid_params',
+        message: 'Invalid params',
+        details: `artifact '${a.name}' is ${size} bytes; the limit is ${MAX_ARTIFACT_BYTES} bytes per artifact`,
+      });
+    }
+  }
+  if (total > MAX_STEP_ARTIFACT_BYTES) {
+    fail({
+      code: 'invalid_params',
+      message: 'Invalid params',
+      details: `artifacts total ${total} bytes; the limit is ${MAX_STEP_ARTIFACT_BYTES} bytes per step`,
+    });
+  }
+}

@@ -1,0 +1,451 @@
+import { fail } from '../engine/errors.js';
+import { contextScope } from '../engine/guidance.js';
+import { EXECUTION_STATES, type ExecutionState, isTerminal } from '../engine/state-machine.js';
+import { promptBudget, renderPrompt } from '../engine/templating.js';
+import { isCommandStep, isLoopStep, type Step, type Workflow } from '../model/workflow.js';
+import type {
+  ArtifactRecord,
+  ExecutionCursor,
+  ExecutionHead,
+  ExecutionRecord,
+  ExecutionStore,
+  StepRecord,
+  TaskRecord,
+  TaskStatus,
+  TelemetryRecord,
+} from '../store/execution-store.js';
+import type { CommandWait } from './execution-model.js';
+import { type Caller, plannedSteps } from './execution-model.js';
+
+export interface ExecutionSummary {
+  execution_id: string;
+  workflow_id: string;
+  state: ExecutionState;
+  current_step: string | null;
+  started_at: string;
+  updated_at: string;
+}
+
+export interface ExecutionStatus extends ExecutionSummary {
+  completed_at: string | null;
+  duration_ms: number | null;
+  steps: { total: number; completed: number; failed: number; running: number; pending: number };
+}
+
+export interface StepHistoryEntry {
+  step_name: string;
+  agent_name: string;
+  status: StepRecord['status'];
+  seq: number;
+  iteration: number | null;
+  attempts: number;
+  started_at: string | null;
+  completed_at: string | null;
+  duration_ms: number | null;
+  output: unknown;
+}
+
+/** Filters of the execution list (the dashboard's executions page). */
+export interface ExecutionListFilter {
+  workflow_id?: string | undefined;
+  states?: readonly ExecutionState[] | undefined;
+  /** Only executions last changed at or after this time (ISO 8601). */
+  updated_since?: string | undefined;
+  /** Only executions last changed before this time (ISO 8601). */
+  updated_before?: string | undefined;
+}
+
+export interface ExecutionPage {
+  executions: (ExecutionSummary & { principal: string; current_seq: number })[];
+  /** Where the next (older) page starts, when there is one. */
+  older?: ExecutionCursor;
+  /** Where the previous (newer) page ends, when there is one. */
+  newer?: ExecutionCursor;
+}
+
+/** Everything about one execution except its steps, artifacts and telemetry; never a token. */
+export interface ExecutionDetail extends ExecutionSummary {
+  principal: string;
+  completed_at: string | null;
+  duration_ms: number | null;
+  current_seq: number;
+  /** Failed validations of the current step so far (the token's attempt number). */
+  attempt: number;
+  token_issued_at: string | null;
+  token_expires_at: string | null;
+  /** Why it was paused, failed, abandoned, ... (workflow_set_state's reason), by state. */
+  reasons: Record<string, string>;
+  /** The current command step failed in a way a retry may fix. */
+  waiting: CommandWait | null;
+  final_output?: unknown;
+  /** The context the conditions read (server-owned keys included). */
+  context: Record<string, unknown>;
+  /** The definition the execution runs (pinned when it started). */
+  workflow: Workflow;
+}
+
+export type ProgressStatus = 'done' | 'current' | 'pending' | 'skipped' | 'failed';
+
+/** Where an execution stands, step by step: the dashboard's live updates and the MCP App view. */
+export interface ExecutionProgress {
+  execution_id: string;
+  workflow_id: string;
+  workflow_title: string;
+  state: ExecutionState;
+  current_step: string | null;
+  updated_at: string;
+  /** Steps done, and steps planned (loop bodies counted once). */
+  done: number;
+  total: number;
+  steps: {
+    id: string;
+    title: string;
+    kind: 'prompt' | 'command';
+    /** The loop whose body the step is in. */
+    loop?: string;
+    status: ProgressStatus;
+  }[];
+  /** The most recent check of an agent step's output. */
+  last_validation: { step: string; valid: boolean; issues: string[]; at: string } | null;
+  token_expires_at: string | null;
+}
+
+/** The steps a definition plans, in order, loop bodies in place (each once). */
+function plannedOrder(workflow: Workflow): { step: Step; loop?: string }[] {
+  const bodyRefs = new Set(
+    workflow.steps.flatMap((s) => (isLoopStep(s) && typeof s.body === 'string' ? [s.body] : [])),
+  );
+  const byId = new Map(workflow.steps.map((s) => [s.id, s]));
+  return workflow.steps.flatMap((s): { step: Step; loop?: string }[] => {
+    if (bodyRefs.has(s.id)) return [];
+    if (!isLoopStep(s)) return [{ step: s }];
+    const body: Step[] =
+      typeof s.body === 'string' ? [byId.get(s.body)].filter((b) => b !== undefined) : s.body;
+    return body.map((step) => ({ step, loop: s.id }));
+  });
+}
+
+const stringRecord = (value: unknown): Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+
+/**
+ * The read side of durable executions: what the resources, `workflow_executions` and the dashboard
+ * show. Every query is scoped to the caller's principal; another principal's execution is not found.
+ */
+export class ExecutionQueries {
+  private readonly pinned = new Map<string, Workflow>();
+  private readonly definition: (exec: ExecutionRecord) => Promise<Workflow>;
+
+  /** `definition` defaults to reading the pinned definition from the store (cached by hash). */
+  constructor(
+    private readonly store: ExecutionStore,
+    definition?: (exec: ExecutionRecord) => Promise<Workflow>,
+  ) {
+    this.definition = definition ?? ((exec) => this.pinnedDefinition(exec));
+  }
+
+  private async pinnedDefinition(exec: ExecutionRecord): Promise<Workflow> {
+    const cached = this.pinned.get(exec.definition_hash);
+    if (cached) return cached;
+    const content = await this.store.getDefinition(exec.definition_hash);
+    if (content === undefined) {
+      fail({
+        code: 'storage_error',
+        message: 'Storage error',
+        details: `pinned definition ${exec.definition_hash} is missing`,
+      });
+    }
+    if (this.pinned.size >= 256) this.pinned.clear();
+    const workflow = JSON.parse(content) as Workflow;
+    this.pinned.set(exec.definition_hash, workflow);
+    return workflow;
+  }
+
+  private async owned(executionId: string, caller: Caller): Promise<ExecutionRecord> {
+    const exec = await this.store.getExecution(executionId);
+    if (!exec || exec.principal !== caller.principal) {
+      fail({ code: 'execution_not_found', message: 'Execution not found', executionId });
+    }
+    return exec;
+  }
+
+  async status(executionId: string, caller: Caller): Promise<ExecutionStatus> {
+    const exec = await this.owned(executionId, caller);
+    const [steps, workflow] = await Promise.all([this.store.getSteps(executionId), this.definition(exec)]);
+    const count = (status: StepRecord['status']) => steps.filter((s) => s.status === status).length;
+    const total = plannedSteps(workflow);
+    const doneNames = new Set(steps.filter((s) => s.status === 'completed').map((s) => s.step_name));
+    return {
+      ...summary(exec),
+      completed_at: exec.completed_at,
+      duration_ms: exec.duration_ms,
+      steps: {
+        total,
+        completed: count('completed'),
+        failed: count('failed'),
+        running: count('running'),
+        pending: Math.max(0, total - doneNames.size - count('running')),
+      },
+    };
+  }
+
+  async history(executionId: string, caller: Caller): Promise<StepHistoryEntry[]> {
+    await this.owned(executionId, caller);
+    return (await this.store.getSteps(executionId)).map((s) => ({
+      step_name: s.step_name,
+      agent_name: s.agent_name,
+      status: s.status,
+      seq: s.seq,
+      iteration: s.iteration,
+      attempts: s.attempts,
+      started_at: s.started_at,
+      completed_at: s.completed_at,
+      duration_ms: s.duration_ms,
+      output: s.output,
+    }));
+  }
+
+  async artifacts(executionId: string, caller: Caller, stepName?: string): Promise<ArtifactRecord[]> {
+    await this.owned(executionId, caller);
+    return this.store.getArtifacts(executionId, stepName);
+  }
+
+  async find(
+    filter: {
+      workflow_id?: string | undefined;
+      states?: readonly ExecutionState[] | undefined;
+      limit: number;
+    },
+    caller: Caller,
+  ): Promise<ExecutionSummary[]> {
+    const records = await this.store.listExecutions({
+      principal: caller.principal,
+      limit: filter.limit,
+      ...(filter.workflow_id !== undefined ? { workflow_name: filter.workflow_id } : {}),
+      ...(filter.states !== undefined ? { states: filter.states } : {}),
+    });
+    return records.map(summary);
+  }
+
+  /** One page of executions, most recently updated first, with cursors to the neighbouring pages. */
+  async page(
+    filter: ExecutionListFilter & {
+      limit: number;
+      older_than?: ExecutionCursor | undefined;
+      newer_than?: ExecutionCursor | undefined;
+    },
+    caller: Caller,
+  ): Promise<ExecutionPage> {
+    const { limit, older_than, newer_than } = filter;
+    const rows = await this.store.listExecutionHeads({
+      ...this.storeFilter(filter, caller),
+      limit: limit + 1,
+      ...(older_than !== undefined ? { older_than } : {}),
+      ...(newer_than !== undefined ? { newer_than } : {}),
+    });
+    const listing = (h: ExecutionHead) => ({
+      ...summary(h),
+      principal: h.principal,
+      current_seq: h.current_seq,
+    });
+    const cursor = (h: ExecutionHead | undefined) =>
+      h === undefined ? undefined : { updated_at: h.updated_at, execution_id: h.execution_id };
+    if (newer_than !== undefined && older_than === undefined) {
+      // Fewer newer rows than a page: that is the first page, shown whole.
+      if (rows.length <= limit) return this.page({ ...filter, newer_than: undefined }, caller);
+      const shown = rows.slice(1);
+      return withCursors(shown.map(listing), cursor(shown.at(-1)), cursor(shown[0]));
+    }
+    const shown = rows.slice(0, limit);
+    return withCursors(
+      shown.map(listing),
+      rows.length > limit ? cursor(shown.at(-1)) : undefined,
+      older_than !== undefined ? cursor(shown[0]) : undefined,
+    );
+  }
+
+  /** How many executions match the filter, per state (the states filter itself is not applied). */
+  async counts(filter: ExecutionListFilter, caller: Caller): Promise<Record<ExecutionState, number>> {
+    const { states: _all, ...rest } = this.storeFilter(filter, caller);
+    const found = await this.store.countExecutions(rest);
+    return Object.fromEntries(EXECUTION_STATES.map((s) => [s, found[s] ?? 0])) as Record<
+      ExecutionState,
+      number
+    >;
+  }
+
+  /**
+   * Every principal that has executions. Not scoped: only for the owner of the store (the standalone
+   * dashboard, which reads the data dir directly anyway); never for a caller authenticated over HTTP.
+   */
+  principals(): Promise<string[]> {
+    return this.store.listPrincipals();
+  }
+
+  /** Calls `listener` after commits the store learns of (see ExecutionStore.watch); returns the unsubscribe. */
+  watch(listener: () => void): () => void {
+    return this.store.watch?.(listener) ?? (() => undefined);
+  }
+
+  /** The caller's executions changed at or after `since`, least recently updated first. */
+  changedSince(since: string, caller: Caller, limit = 500): Promise<ExecutionHead[]> {
+    return this.store.changedExecutions({ principal: caller.principal, since, limit });
+  }
+
+  async detail(executionId: string, caller: Caller): Promise<ExecutionDetail> {
+    const exec = await this.owned(executionId, caller);
+    const workflow = await this.definition(exec);
+    const reasons: Record<string, string> = {};
+    for (const [key, value] of Object.entries(exec.metadata)) {
+      if (key.endsWith('_reason') && typeof value === 'string')
+        reasons[key.slice(0, -'_reason'.length)] = value;
+    }
+    const waiting = stringRecord(exec.metadata.waiting);
+    return {
+      ...summary(exec),
+      principal: exec.principal,
+      completed_at: exec.completed_at,
+      duration_ms: exec.duration_ms,
+      current_seq: exec.current_seq,
+      attempt: exec.token_attempt,
+      token_issued_at: isTerminal(exec.state) ? null : exec.token_issued_at,
+      token_expires_at: isTerminal(exec.state) ? null : exec.token_expires_at,
+      reasons,
+      waiting: typeof waiting.step_id === 'string' ? (waiting as unknown as CommandWait) : null,
+      ...('final_output' in exec.metadata ? { final_output: exec.metadata.final_output } : {}),
+      context: exec.context,
+      workflow,
+    };
+  }
+
+  async progress(executionId: string, caller: Caller): Promise<ExecutionProgress> {
+    const exec = await this.owned(executionId, caller);
+    const [workflow, records, failures] = await Promise.all([
+      this.definition(exec),
+      this.store.getSteps(executionId),
+      this.store.getTelemetry({ execution_id: executionId, event_type: 'step_failed', limit: 20 }),
+    ]);
+    const planned = plannedOrder(workflow);
+    const latest = new Map<string, StepRecord>();
+    const everDone = new Set<string>();
+    for (const r of records) {
+      latest.set(r.step_name, r);
+      if (r.status === 'completed') everDone.add(r.step_name);
+    }
+    const lastStarted = planned.reduce((max, p, i) => (latest.has(p.step.id) ? i : max), -1);
+    const live = !isTerminal(exec.state);
+    const scope = contextScope(exec.context);
+    const steps = planned.map(({ step, loop }, i) => {
+      let status: ProgressStatus;
+      if (live && step.id === exec.current_step) status = 'current';
+      else if (latest.get(step.id)?.status === 'failed') status = 'failed';
+      else if (everDone.has(step.id)) status = 'done';
+      else if (i < lastStarted || exec.state === 'completed') status = 'skipped';
+      else status = 'pending';
+      return {
+        id: step.id,
+        // As the agent was shown it: templates rendered with this execution's values, marked as data.
+        title: renderPrompt(step.title, scope, promptBudget()),
+        kind: isCommandStep(step) ? ('command' as const) : ('prompt' as const),
+        ...(loop !== undefined ? { loop } : {}),
+        status,
+      };
+    });
+    return {
+      execution_id: exec.execution_id,
+      workflow_id: exec.workflow_name,
+      workflow_title: workflow.name,
+      state: exec.state,
+      current_step: exec.current_step,
+      updated_at: exec.updated_at,
+      done: steps.filter((s) => s.status === 'done').length,
+      total: steps.length,
+      steps,
+      last_validation: lastValidation(records, failures),
+      token_expires_at: live ? exec.token_expires_at : null,
+    };
+  }
+
+  private storeFilter(filter: ExecutionListFilter, caller: Caller) {
+    return {
+      principal: caller.principal,
+      ...(filter.workflow_id !== undefined ? { workflow_name: filter.workflow_id } : {}),
+      ...(filter.states !== undefined ? { states: filter.states } : {}),
+      ...(filter.updated_since !== undefined ? { updated_since: filter.updated_since } : {}),
+      ...(filter.updated_before !== undefined ? { updated_before: filter.updated_before } : {}),
+    };
+  }
+
+  /** The caller's tasks (runs among them), newest first: the dashboard's runs page. */
+  tasks(
+    filter: {
+      statuses?: readonly TaskStatus[] | undefined;
+      before?: { created_at: string; task_id: string } | undefined;
+      limit: number;
+    },
+    caller: Caller,
+  ): Promise<TaskRecord[]> {
+    return this.store.listTasks({
+      principal: caller.principal,
+      limit: filter.limit,
+      ...(filter.statuses !== undefined ? { statuses: filter.statuses } : {}),
+      ...(filter.before !== undefined ? { before: filter.before } : {}),
+    });
+  }
+
+  async telemetry(
+    filter: { execution_id?: string | undefined; event_type?: string | undefined; limit: number },
+    caller: Caller,
+  ): Promise<TelemetryRecord[]> {
+    if (filter.execution_id !== undefined) await this.owned(filter.execution_id, caller);
+    return this.store.getTelemetry({
+      principal: caller.principal,
+      limit: filter.limit,
+      ...(filter.execution_id !== undefined ? { execution_id: filter.execution_id } : {}),
+      ...(filter.event_type !== undefined ? { event_type: filter.event_type } : {}),
+    });
+  }
+}
+
+function withCursors(
+  executions: ExecutionPage['executions'],
+  older: ExecutionCursor | undefined,
+  newer: ExecutionCursor | undefined,
+): ExecutionPage {
+  return { executions, ...(older ? { older } : {}), ...(newer ? { newer } : {}) };
+}
+
+/** The latest check of an agent's output: a failed validation event, or the last agent step completed. */
+function lastValidation(
+  records: StepRecord[],
+  failures: TelemetryRecord[],
+): ExecutionProgress['last_validation'] {
+  const passed = records
+    .filter((r) => r.status === 'completed' && r.agent_name !== 'server' && r.completed_at !== null)
+    .at(-1);
+  const failed = failures.filter((e) => stringRecord(e.metadata).reason === 'validation').at(-1);
+  const failedAt = failed?.created_at ?? '';
+  if (failed && failed.step_name !== null && (!passed || failedAt > (passed.completed_at ?? ''))) {
+    const issues = stringRecord(failed.metadata).issues;
+    return {
+      step: failed.step_name,
+      valid: false,
+      issues: Array.isArray(issues) ? issues.map(String) : [],
+      at: failedAt,
+    };
+  }
+  return passed ? { step: passed.step_name, valid: true, issues: [], at: passed.completed_at ?? '' } : null;
+}
+
+function summary(e: ExecutionHead): ExecutionSummary {
+  return {
+    execution_id: e.execution_id,
+    workflow_id: e.workflow_name,
+    state: e.state,
+    current_step: e.current_step,
+    started_at: e.started_at,
+    updated_at: e.updated_at,
+  };
+}

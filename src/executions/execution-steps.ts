@@ -1,0 +1,247 @@
+import { type Context, conditionVariables } from '../engine/conditions.js';
+import { fail } from '../engine/errors.js';
+import { buildGuidance, contextScope } from '../engine/guidance.js';
+import { type nextStep, serverOwnedKeys } from '../engine/next-step.js';
+import { type ExecutionState, isTerminal } from '../engine/state-machine.js';
+import { renderPreview, type TemplateScope } from '../engine/templating.js';
+import { isCommandStep, isLoopStep, type PromptStep, type Workflow } from '../model/workflow.js';
+import type { ExecutionRecord, ExecutionStore, StoreReader, StoreWriter } from '../store/execution-store.js';
+import type { PersonaRegistry } from '../workflows/personas.js';
+import { DEFAULT_AGENT, nowIso, plannedSteps, type StepView } from './execution-model.js';
+import { TokenService } from './tokens.js';
+
+export interface StepMachineDeps {
+  store: ExecutionStore;
+  personas: PersonaRegistry;
+  tokens: TokenService;
+  /** Environment variables templates may read. */
+  allowedEnv: Record<string, string>;
+}
+
+const MAX_PINNED = 256;
+
+/**
+ * The context variables a `while`/`until` loop's condition reads that only the agent can set (not the
+ * server's own: inputs, step outputs, loop progress): without them the loop runs to its cap.
+ */
+function reportedVariables(workflow: Workflow, loopId: string | undefined): { name: string; hint: string }[] {
+  if (loopId === undefined) return [];
+  const loop = workflow.steps.find((s) => s.id === loopId);
+  if (loop === undefined || !isLoopStep(loop)) return [];
+  const cfg = loop.loop;
+  if (cfg.type !== 'while' && cfg.type !== 'until') return [];
+  const owned = serverOwnedKeys(workflow);
+  const names = [...new Set(conditionVariables(cfg.condition).map((v) => v.split('.')[0] as string))];
+  const rule = `${cfg.type === 'until' ? 'repeats until' : 'goes on while'} ${JSON.stringify(cfg.condition)}`;
+  return names
+    .filter((name) => !owned.has(name))
+    .map((name) => ({
+      name,
+      hint: `optional: the value of ${name} now; the loop "${loop.title}" ${rule} (at most ${cfg.maxIterations} rounds)`,
+    }));
+}
+
+/**
+ * The machinery every execution transition shares: pinned definitions, entering a step (or completing),
+ * step views, tokens, state transitions and telemetry. Callers run it inside a store transaction.
+ */
+export class StepMachine {
+  private readonly pinned = new Map<string, Workflow>();
+
+  constructor(private readonly deps: StepMachineDeps) {}
+
+  get store(): ExecutionStore {
+    return this.deps.store;
+  }
+
+  /** What templates can see: inputs, step outputs (both kept in the context) and allowed env vars. */
+  scope(context: Context): TemplateScope {
+    return contextScope(context, this.deps.allowedEnv);
+  }
+
+  /** The definition the execution started with (pinned by content hash). */
+  async definition(exec: ExecutionRecord, reader: StoreReader = this.deps.store): Promise<Workflow> {
+    const cached = this.pinned.get(exec.definition_hash);
+    if (cached) return cached;
+    const content = await reader.getDefinition(exec.definition_hash);
+    if (content === undefined) {
+      fail({
+        code: 'storage_error',
+        message: 'Storage error',
+        details: `pinned definition ${exec.definition_hash} is missing`,
+      });
+    }
+    return this.remember(exec.definition_hash, JSON.parse(content) as Workflow);
+  }
+
+  remember(hash: string, workflow: Workflow): Workflow {
+    if (this.pinned.size >= MAX_PINNED) this.pinned.clear();
+    this.pinned.set(hash, workflow);
+    return workflow;
+  }
+
+  /** Refuses context keys the server owns (inputs, step outputs, loop progress and loop variables). */
+  refuseOwnedKeys(workflow: Workflow, context: Context | undefined, where: string): void {
+    if (context === undefined) return;
+    const owned = serverOwnedKeys(workflow);
+    const taken = Object.keys(context).filter((k) => owned.has(k));
+    if (taken.length > 0) {
+      fail({
+        code: 'invalid_params',
+        message: 'Invalid params',
+        details: `${where} may not set ${taken.map((k) => `"${k}"`).join(', ')}: the server owns ${[...owned].join(', ')} (validated inputs, step outputs and loop progress)`,
+      });
+    }
+  }
+
+  /** Moves the execution onto the step the engine chose (or completes it). Caller saves `exec`. */
+  async enterStep(
+    tx: StoreWriter,
+    exec: ExecutionRecord,
+    workflow: Workflow,
+    next: ReturnType<typeof nextStep>,
+  ): Promise<StepView | undefined | 'command'> {
+    exec.completed_steps = next.completedSteps;
+    exec.context = next.context;
+    exec.updated_at = nowIso();
+    if (next.step === null) {
+      exec.current_step = null;
+      exec.token_nonce = null;
+      if (workflow.final_output !== undefined) {
+        exec.metadata = {
+          ...exec.metadata,
+          final_output: renderPreview(workflow.final_output, this.scope(exec.context)).value,
+        };
+      }
+      await this.transition(tx, exec, 'completed');
+      await this.event(tx, 'workflow_completed', exec, null, { steps: exec.current_seq });
+      return undefined;
+    }
+    exec.current_seq += 1;
+    exec.current_step = next.step.id;
+    const command = isCommandStep(next.step) ? next.step : undefined;
+    const view = command ? undefined : this.stepView(exec, workflow, next);
+    const agentName = view?.agent_name ?? 'server';
+    await tx.insertStep({
+      execution_id: exec.execution_id,
+      seq: exec.current_seq,
+      step_name: next.step.id,
+      agent_name: agentName,
+      iteration: next.loop?.iteration ?? null,
+      status: 'running',
+      attempts: 0,
+      started_at: exec.updated_at,
+      completed_at: null,
+      duration_ms: null,
+      output: null,
+      lease_owner: null,
+      lease_expires_at: null,
+    });
+    await this.event(tx, 'step_started', exec, next.step.id, {
+      seq: exec.current_seq,
+      ...(command ? { command: command.run } : { agent_name: agentName }),
+    });
+    if (view === undefined) {
+      // A command step: the server runs it after this transaction commits; no token until an agent step.
+      exec.token_nonce = null;
+      return 'command';
+    }
+    this.mintToken(exec, next.step.id, 0);
+    await this.event(tx, 'token_generated', exec, next.step.id, { attempt: exec.token_attempt });
+    return view;
+  }
+
+  stepView(exec: ExecutionRecord, workflow: Workflow, next: ReturnType<typeof nextStep>): StepView {
+    const step = next.step as PromptStep;
+    const guidance = buildGuidance(
+      workflow,
+      step,
+      next.context,
+      next.loop,
+      next.notices,
+      this.scope(next.context),
+    );
+    const agentName = step.agent ?? DEFAULT_AGENT;
+    const persona = this.deps.personas.get(agentName);
+    const missing = step.agent !== undefined && persona === undefined;
+    const agentContent = [
+      persona ? persona.content : '',
+      missing ? `(Persona '${agentName}' is not installed; act as a careful generalist.)` : '',
+      // The title is in the guidance, rendered (values shown as data): once, never as a raw template.
+      `## Step ${exec.current_seq}\n\n${guidance.prompt}`,
+    ]
+      .filter(Boolean)
+      .join('\n\n---\n\n');
+    const reports = reportedVariables(workflow, next.loop?.loopId);
+    return {
+      step_name: step.id,
+      agent_name: agentName,
+      agent_content: agentContent,
+      progress: `${exec.current_seq}/${Math.max(exec.current_seq, plannedSteps(workflow))}`,
+      step,
+      guidance,
+      ...(next.loop ? { loop: next.loop } : {}),
+      ...(next.notices.length > 0 ? { notices: next.notices } : {}),
+      ...(reports.length > 0 ? { reports } : {}),
+    };
+  }
+
+  /** A new live token for the step: attempt 0 on entering it, the next attempt after a failed validation. */
+  mintToken(exec: ExecutionRecord, stepName: string, attempt = exec.token_attempt + 1): void {
+    const issued = new Date();
+    exec.token_nonce = TokenService.newNonce();
+    exec.token_attempt = attempt;
+    exec.token_issued_at = issued.toISOString();
+    exec.token_expires_at = new Date(issued.getTime() + this.deps.tokens.ttlMs).toISOString();
+    exec.current_step = stepName;
+  }
+
+  /** The live token, re-signed from the stored fields (signing is deterministic). */
+  liveToken(exec: ExecutionRecord): string | null {
+    if (exec.token_nonce === null || exec.current_step === null) return null;
+    return this.deps.tokens.sign({
+      execution_id: exec.execution_id,
+      ...(exec.principal !== 'local' ? { sub: exec.principal } : {}),
+      step_name: exec.current_step,
+      seq: exec.current_seq,
+      attempt: exec.token_attempt,
+      issued_at: exec.token_issued_at ?? '',
+      expires_at: exec.token_expires_at ?? '',
+      nonce: exec.token_nonce,
+    });
+  }
+
+  async transition(tx: StoreWriter, exec: ExecutionRecord, to: ExecutionState, reason?: string) {
+    const from = exec.state;
+    exec.state = to;
+    exec.updated_at = nowIso();
+    if (isTerminal(to)) {
+      exec.completed_at = exec.updated_at;
+      exec.duration_ms = Date.parse(exec.updated_at) - Date.parse(exec.started_at);
+      exec.token_nonce = null;
+    }
+    if (reason !== undefined) exec.metadata = { ...exec.metadata, [`${to}_reason`]: reason };
+    await this.event(tx, 'workflow_state_transition', exec, null, {
+      from,
+      to,
+      ...(reason ? { reason } : {}),
+    });
+    if (to === 'failed') await this.event(tx, 'workflow_failed', exec, null, reason ? { reason } : null);
+  }
+
+  async event(
+    tx: StoreWriter,
+    type: string,
+    exec: ExecutionRecord,
+    stepName: string | null,
+    metadata: Record<string, unknown> | null,
+  ): Promise<void> {
+    await tx.insertTelemetry({
+      event_type: type,
+      execution_id: exec.execution_id,
+      step_name: stepName,
+      agent_name: null,
+      metadata,
+    });
+  }
+}

@@ -1,0 +1,188 @@
+// Words the outcomes of the execution service for the wire: tool answers, messages, instructions and
+// the call to make next. Every value appears once: the step prompt (with its title, criteria, notices
+// and loop position) in agent_content, the continuation token in the workflow_next_step call of `next`.
+import type { CurrentState, Outcome, StepView } from '../../executions/execution-model.js';
+import { type NextCall, next } from '../next.js';
+
+export const EXECUTION_URI = 'workflowlookup://workflow';
+
+export const currentStepUri = (executionId: string) => `${EXECUTION_URI}/current_step/${executionId}`;
+
+function ranCommands(count: number): string {
+  return `Ran ${count} command step(s)`;
+}
+
+/**
+ * The step to do. agent_content is the one text to read (persona, title, prompt, guidance, criteria,
+ * notices, loop position); the other fields are what a client may act on without parsing it.
+ */
+export function leanStep(view: StepView) {
+  const { modelHint, requiresConfirmation } = view.guidance;
+  return {
+    agent_name: view.agent_name,
+    agent_content: view.agent_content,
+    progress: view.progress,
+    guidance: { modelHint, requiresConfirmation },
+    ...(view.loop
+      ? {
+          loop: {
+            loopId: view.loop.loopId,
+            type: view.loop.type,
+            iteration: view.loop.iteration,
+            maxIterations: view.loop.maxIterations,
+            ...(view.loop.total !== undefined ? { total: view.loop.total } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+/** Reporting the step the agent was given: the token travels here and nowhere else in the answer. */
+export function submitStep(stepName: string, token: string, view?: StepView): NextCall {
+  return next(
+    'workflow_next_step',
+    { token },
+    {
+      'output.summary': `what you did for step "${stepName}" (its validation criteria check this text)`,
+      ...Object.fromEntries((view?.reports ?? []).map((r) => [`output.context.${r.name}`, r.hint])),
+    },
+  );
+}
+
+export const resumeCall = (executionId: string) => next('workflow_resume', { execution_id: executionId });
+
+/** A paused execution goes on only after it is set running again (a person may have paused it). */
+export const unpauseCall = (executionId: string) =>
+  next('workflow_set_state', { execution_id: executionId, state: 'running' });
+
+const SEND_NEXT =
+  'Do what agent_content says, then send the call in next with output.summary filled in (context variables the step sets go in output.context).';
+
+/** The answer of workflow_start and workflow_next_step. */
+export function presentOutcome(outcome: Outcome): Record<string, unknown> {
+  if (outcome.kind === 'legacy') return outcome.answer;
+  if (outcome.kind === 'pending') {
+    return {
+      success: true,
+      execution_id: outcome.execution_id,
+      workflow_state: 'running',
+      message: `Step '${outcome.done_step}' done. The server is running command steps; call workflow_resume to continue.`,
+      next: [resumeCall(outcome.execution_id)],
+    };
+  }
+  const base = { execution_id: outcome.execution_id, workflow_state: outcome.state };
+  if (outcome.kind === 'rejected') {
+    return {
+      success: false,
+      ...base,
+      step_name: outcome.step_name,
+      validation: outcome.validation,
+      message: `Step '${outcome.step_name}' output did not pass validation: ${outcome.validation.issues.join('; ')}. Fix it and send the call in next again.`,
+      next: outcome.token
+        ? [submitStep(outcome.step_name, outcome.token)]
+        : [resumeCall(outcome.execution_id)],
+    };
+  }
+  const commands = outcome.commands.length > 0 ? { commands: outcome.commands } : {};
+  const lead =
+    outcome.origin === 'started'
+      ? `Workflow '${outcome.workflow_id}' started.`
+      : outcome.done_step !== undefined
+        ? `Step '${outcome.done_step}' done.`
+        : '';
+  if (outcome.kind === 'step') {
+    const stepName = outcome.view.step_name;
+    const paused = outcome.state === 'paused';
+    const message =
+      outcome.origin === 'existing'
+        ? `Execution ${outcome.execution_id} already exists; returning it unchanged.${paused ? ' It is paused: set it running (next) to go on.' : ''}`
+        : outcome.commands.length > 0
+          ? `${lead} ${ranCommands(outcome.commands.length)}; step '${stepName}' ready. ${SEND_NEXT}`
+          : outcome.origin === 'started'
+            ? `${lead} Step '${stepName}' ready.` // seed 004's words
+            : `Step '${stepName}' ready. ${SEND_NEXT}`;
+    return {
+      success: true,
+      ...base,
+      message,
+      ...commands,
+      step_name: stepName,
+      ...leanStep(outcome.view),
+      next: outcome.token
+        ? [submitStep(stepName, outcome.token, outcome.view)]
+        : paused
+          ? [unpauseCall(outcome.execution_id)]
+          : [resumeCall(outcome.execution_id)],
+    };
+  }
+  let message: string;
+  let calls: NextCall[] = [];
+  if (outcome.state === 'running') {
+    message = `${lead} The server is running command steps; call workflow_resume to continue.`;
+    calls = [resumeCall(outcome.execution_id)];
+  } else if (outcome.origin === 'existing') {
+    message = `Execution ${outcome.execution_id} already exists (${outcome.state}); returning it unchanged.`;
+    if (outcome.state === 'paused') calls = [unpauseCall(outcome.execution_id)];
+  } else if (outcome.commands.length > 0) {
+    message = `${lead} ${ranCommands(outcome.commands.length)}; workflow completed successfully.`;
+  } else {
+    message =
+      outcome.origin === 'started'
+        ? `Workflow '${outcome.workflow_id}' started and completed: no step applies to this context.`
+        : 'Workflow completed successfully';
+  }
+  return {
+    success: true,
+    ...base,
+    message: message.trim(),
+    ...commands,
+    ...('final_output' in outcome ? { final_output: outcome.final_output } : {}),
+    next: calls,
+  };
+}
+
+/** workflow_resume and the current_step resource: where the execution stands and what to do. */
+export function presentCurrent(current: CurrentState) {
+  const base = {
+    execution_id: current.execution_id,
+    workflow_id: current.workflow_id,
+    workflow_state: current.state,
+    current_step: current.current_step,
+  };
+  const paused = current.state === 'paused';
+  if (current.on_command) {
+    const w = current.waiting;
+    return {
+      ...base,
+      step_status: 'server',
+      agent_name: 'server',
+      progress: null,
+      agent_content: null,
+      instructions: paused
+        ? `The execution is paused on command step "${current.current_step}". Set it running (next), then call workflow_resume.`
+        : w
+          ? `Command step "${w.step_id}" (${w.command}) could not finish: ${w.message}. Fix the cause (${w.reason}), then send the call in next to retry it with the same idempotency key.`
+          : `The server runs command step "${current.current_step}"; send the call in next to run it and continue.`,
+      ...(w ? { waiting: w } : {}),
+      ...(current.commands ? { commands: current.commands } : {}),
+      next: [paused ? unpauseCall(current.execution_id) : resumeCall(current.execution_id)],
+    };
+  }
+  const view = current.view;
+  return {
+    ...base,
+    step_status: view ? 'running' : null,
+    ...(view ? leanStep(view) : { agent_name: null, progress: null, agent_content: null }),
+    instructions: view
+      ? paused
+        ? 'The execution is paused. Set it running with the call in next, then call workflow_resume for the step.'
+        : SEND_NEXT
+      : `The execution is ${current.state}; there is nothing left to do.`,
+    ...(current.commands ? { commands: current.commands } : {}),
+    next: paused
+      ? [unpauseCall(current.execution_id)]
+      : view && current.token
+        ? [submitStep(view.step_name, current.token, view)]
+        : [],
+  };
+}

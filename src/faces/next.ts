@@ -1,0 +1,69 @@
+import * as z from 'zod';
+import type { InputResolution } from '../engine/inputs.js';
+import type { Workflow } from '../model/workflow.js';
+
+/**
+ * The call an agent should make next, ready to send: `arguments` as is, plus, under `fill`, the
+ * arguments only the agent can supply (dotted path → what to put there).
+ */
+export interface NextCall {
+  tool: string;
+  arguments: Record<string, unknown>;
+  fill?: Record<string, string>;
+}
+
+export const NextSchema = z
+  .array(
+    z.object({
+      tool: z.string().describe('Tool to call'),
+      arguments: z.record(z.string(), z.unknown()).describe('Arguments to send as they are'),
+      fill: z
+        .record(z.string(), z.string())
+        .optional()
+        .describe('Arguments only you can supply: dotted path -> what to put there'),
+    }),
+  )
+  .describe('What to call next, first choice first (empty when there is nothing left to do)');
+
+export const next = (
+  tool: string,
+  args: Record<string, unknown>,
+  fill?: Record<string, string>,
+): NextCall => ({ tool, arguments: args, ...(fill ? { fill } : {}) });
+
+/**
+ * workflow_resolve_inputs again: the values that were fine, ready to send, and a `fill` entry (the
+ * reason, or "choose one of the listed values") for each input that is missing, wrong or needs a choice.
+ */
+export function resolveInputsCall(workflowId: string, inputs: readonly InputResolution[]): NextCall {
+  const given: Record<string, unknown> = {};
+  const fill: Record<string, string> = {};
+  for (const input of inputs) {
+    if (input.status === 'provided') given[input.name] = input.value;
+    if (input.status === 'provided' || input.status === 'default' || input.status === 'unset') continue;
+    fill[`inputs.${input.name}`] = input.message ?? input.status;
+  }
+  return next(
+    'workflow_resolve_inputs',
+    { workflow_id: workflowId, inputs: given },
+    Object.keys(fill).length > 0 ? fill : undefined,
+  );
+}
+
+/**
+ * Starting a workflow: at once when it needs no inputs; otherwise its inputs are resolved first, with
+ * a `fill` entry for each required one that has no default.
+ */
+export function startCall(workflow: Workflow): NextCall {
+  const needed = Object.entries(workflow.inputs ?? {}).filter(
+    ([, spec]) => spec.required === true && spec.default === undefined,
+  );
+  if (workflow.inputs === undefined) return next('workflow_start', { workflow_id: workflow.id });
+  return next(
+    'workflow_resolve_inputs',
+    { workflow_id: workflow.id, inputs: {} },
+    needed.length > 0
+      ? Object.fromEntries(needed.map(([name, spec]) => [`inputs.${name}`, spec.description]))
+      : undefined,
+  );
+}

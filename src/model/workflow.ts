@@ -1,0 +1,513 @@
+/**
+ * The workflow model. These zod schemas are the single source of truth: the TypeScript types are
+ * inferred from them and `schema/workflow.schema.json` is generated from them (a test fails when the
+ * committed file drifts).
+ */
+import * as z from 'zod';
+
+export const ID_PATTERN = '^[a-z0-9-]+$';
+const idRegex = new RegExp(ID_PATTERN);
+
+/** Workflow ids and step ids share one shape (seed 001/002 input schemas). */
+export const IdSchema = z
+  .string()
+  .min(3)
+  .max(64)
+  .regex(idRegex)
+  .describe('Lowercase letters, digits and hyphens, 3-64 characters');
+
+const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
+
+// ---------------------------------------------------------------------------------------------
+// Conditions
+
+export type VarCondition = {
+  var: string;
+  equals?: unknown;
+  not_equals?: unknown;
+  gt?: number | undefined;
+  gte?: number | undefined;
+  lt?: number | undefined;
+  lte?: number | undefined;
+};
+export type Condition = VarCondition | { and: Condition[] } | { or: Condition[] } | { not: Condition };
+
+const VarConditionSchema = z
+  .strictObject({
+    var: z
+      .string()
+      .min(1)
+      .max(256)
+      .describe('Context variable to test; dotted paths such as "ticket.priority" reach into objects'),
+    equals: z.unknown().optional().describe('True when the variable deep-equals this value'),
+    not_equals: z.unknown().optional().describe('True when the variable does not deep-equal this value'),
+    gt: z.number().optional().describe('True when the variable is a number greater than this'),
+    gte: z.number().optional().describe('True when the variable is a number greater than or equal to this'),
+    lt: z.number().optional().describe('True when the variable is a number less than this'),
+    lte: z.number().optional().describe('True when the variable is a number less than or equal to this'),
+  })
+  .describe('Tests one context variable; with no operator it tests that the variable is truthy');
+
+export const ConditionSchema: z.ZodType<Condition> = z
+  .lazy(() =>
+    z.union([
+      VarConditionSchema,
+      z
+        .strictObject({ and: z.array(ConditionSchema).min(1).describe('All of these must hold') })
+        .describe('Logical AND'),
+      z
+        .strictObject({ or: z.array(ConditionSchema).min(1).describe('At least one of these must hold') })
+        .describe('Logical OR'),
+      z.strictObject({ not: ConditionSchema.describe('This must not hold') }).describe('Logical NOT'),
+    ]),
+  )
+  .meta({ id: 'Condition', description: 'A condition evaluated against the execution context' });
+
+// ---------------------------------------------------------------------------------------------
+// Validation criteria (seed 002 ValidationEngine)
+
+const ruleCommon = {
+  message: z.string().min(1).describe('Reported as an issue when the rule fails'),
+  suggestion: z.string().min(1).optional().describe('Reported as a suggestion when the rule fails'),
+  condition: ConditionSchema.optional().describe('The rule applies only when this condition holds'),
+};
+
+export const ValidationRuleSchema = z
+  .discriminatedUnion('type', [
+    z
+      .strictObject({
+        type: z.literal('contains').describe('Output must contain a substring'),
+        value: z.string().min(1).describe('Text the output must contain (case-sensitive)'),
+        ...ruleCommon,
+      })
+      .describe('Substring rule'),
+    z
+      .strictObject({
+        type: z.literal('regex').describe('Output must match a regular expression'),
+        pattern: z
+          .string()
+          .min(1)
+          .max(2000)
+          .describe('RE2 syntax; evaluated in linear time so no pattern can stall the server'),
+        flags: z
+          .string()
+          .regex(/^[imsu]*$/)
+          .optional()
+          .describe(
+            'Any of i (ignore case), m (multi-line), s (dot matches newline), u (accepted, always on)',
+          ),
+        ...ruleCommon,
+      })
+      .describe('Regular expression rule'),
+    z
+      .strictObject({
+        type: z.literal('length').describe('Output length must fall in a range'),
+        min: z.number().int().min(0).optional().describe('Minimum length in characters'),
+        max: z.number().int().min(0).optional().describe('Maximum length in characters'),
+        ...ruleCommon,
+      })
+      .describe('Length rule'),
+    z
+      .strictObject({
+        type: z.literal('schema').describe('Output, parsed as JSON, must satisfy a JSON Schema'),
+        schema: z.record(z.string(), z.unknown()).describe('JSON Schema (draft 2020-12 or draft-07)'),
+        ...ruleCommon,
+      })
+      .describe('JSON Schema rule'),
+  ])
+  .meta({ id: 'ValidationRule', description: 'One validation rule' });
+export type ValidationRule = z.infer<typeof ValidationRuleSchema>;
+
+export type ValidationComposition =
+  | { and: ValidationCriterion[]; message?: string | undefined }
+  | { or: ValidationCriterion[]; message?: string | undefined }
+  | { not: ValidationCriterion; message?: string | undefined };
+export type ValidationCriterion = ValidationRule | ValidationComposition;
+
+const compositionMessage = z
+  .string()
+  .min(1)
+  .optional()
+  .describe('Reported instead of the member issues when the composition fails');
+
+export const ValidationCriterionSchema: z.ZodType<ValidationCriterion> = z
+  .lazy(() =>
+    z.union([
+      ValidationRuleSchema,
+      z
+        .strictObject({
+          and: z.array(ValidationCriterionSchema).min(1).describe('All must pass'),
+          message: compositionMessage,
+        })
+        .describe('AND composition'),
+      z
+        .strictObject({
+          or: z.array(ValidationCriterionSchema).min(1).describe('At least one must pass'),
+          message: compositionMessage,
+        })
+        .describe('OR composition'),
+      z
+        .strictObject({ not: ValidationCriterionSchema.describe('Must fail'), message: compositionMessage })
+        .describe('NOT composition'),
+    ]),
+  )
+  .meta({
+    id: 'ValidationCriterion',
+    description: 'A validation rule or an and/or/not composition of rules',
+  });
+
+export const ValidationCriteriaSchema = z
+  .union([z.array(ValidationCriterionSchema).describe('All of these must pass'), ValidationCriterionSchema])
+  .describe('Checks applied to a step output: an array (all must pass), one rule, or a composition');
+export type ValidationCriteria = z.infer<typeof ValidationCriteriaSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Steps
+
+const DependsOnSchema = z
+  .array(IdSchema)
+  .optional()
+  .describe('Steps whose results this step uses (documentation for plans; steps still run in order)');
+
+const stepCommon = {
+  id: IdSchema.describe('Step id, unique within the workflow'),
+  title: z.string().min(1).max(200).describe('Short human-readable title'),
+  runCondition: ConditionSchema.optional().describe('The step runs only when this holds against the context'),
+};
+
+export const PromptStepSchema = z
+  .strictObject({
+    ...stepCommon,
+    prompt: z.string().min(1).describe('What the agent must do in this step'),
+    agentRole: z.string().min(1).optional().describe('Role the agent should adopt for this step'),
+    agent: z
+      .string()
+      .regex(idRegex)
+      .optional()
+      .describe('Persona (agent definition) that should carry out the step'),
+    guidance: z.array(z.string().min(1)).optional().describe('Extra hints shown with the prompt'),
+    askForFiles: z.boolean().optional().describe('The agent should ask the user for relevant files first'),
+    requireConfirmation: z
+      .union([z.boolean(), ConditionSchema])
+      .optional()
+      .describe('Ask the user to confirm before moving on; a condition makes this context-dependent'),
+    modelHint: z.string().min(1).optional().describe('Suggested kind of model for this step'),
+    validationCriteria: ValidationCriteriaSchema.optional(),
+    depends_on: DependsOnSchema,
+  })
+  .meta({ id: 'PromptStep', description: 'A step the agent carries out' });
+export type PromptStep = z.infer<typeof PromptStepSchema>;
+
+/** Loop variables are plain top-level context names (dotted names would be unreachable by conditions). */
+const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const InputSpecSchema = z
+  .strictObject({
+    type: z.enum(['string', 'number', 'integer', 'boolean', 'array', 'object']).describe('Value type'),
+    description: z.string().min(1).describe('What the input is for (shown when asking for it)'),
+    required: z
+      .boolean()
+      .optional()
+      .describe('Must be given (default false; an input with a default is never missing)'),
+    default: z
+      .union([
+        z.strictObject({
+          env: z
+            .string()
+            .regex(/^[A-Z_][A-Z0-9_]*$/)
+            .describe('Environment variable to read'),
+        }),
+        z.unknown(),
+      ])
+      .optional()
+      .describe('A literal value, or {env: NAME} to read an allowed environment variable'),
+    enum: z.array(z.unknown()).min(1).optional().describe('Allowed values'),
+    pattern: z.string().min(1).max(2000).optional().describe('RE2 pattern a string value must match'),
+    minLength: z.number().int().min(0).optional().describe('Minimum string length'),
+    maxLength: z.number().int().min(0).optional().describe('Maximum string length'),
+    minimum: z.number().optional().describe('Minimum number'),
+    maximum: z.number().optional().describe('Maximum number'),
+    provider: z
+      .strictObject({
+        command: z
+          .string()
+          .regex(/^[a-z0-9-]+ [a-z0-9-]+$/)
+          .describe('"<catalog> <command>" whose results are the choices'),
+        with: z
+          .record(z.string(), z.unknown())
+          .optional()
+          .describe('Parameters for the command (templates allowed)'),
+        value_field: z.string().min(1).optional().describe('Field of each result used as the value'),
+        label_field: z.string().min(1).optional().describe('Field of each result shown to the user'),
+      })
+      .optional()
+      .describe('Where the allowed values come from'),
+  })
+  .meta({ id: 'InputSpec', description: 'One workflow input' });
+export type InputSpec = z.infer<typeof InputSpecSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Limits
+
+/**
+ * A regular expression source matching the decimal integers 0..max (no leading zeros), so the JSON
+ * Schema itself refuses an out-of-range duration string.
+ */
+export function upToPattern(max: number): string {
+  const digits = String(max);
+  const alternatives = ['0'];
+  // Every number with fewer digits than max, then those with as many digits, digit by digit.
+  if (digits.length === 2) alternatives.push('[1-9]');
+  if (digits.length > 2) alternatives.push(`[1-9]\\d{0,${digits.length - 2}}`);
+  for (let i = 0; i < digits.length; i++) {
+    const d = Number(digits[i]);
+    const low = i === 0 ? 1 : 0;
+    if (d - 1 < low) continue;
+    const range = d - 1 === low ? String(low) : `[${low}-${d - 1}]`;
+    const rest = digits.length - i - 1;
+    alternatives.push(
+      `${digits.slice(0, i)}${range}${rest === 0 ? '' : rest === 1 ? '\\d' : `\\d{${rest}}`}`,
+    );
+  }
+  if (max > 0) alternatives.push(digits);
+  return `(?:${[...new Set(alternatives)].join('|')})`;
+}
+
+/** "1m", "90s" or "1500ms" for a number of milliseconds, in the largest unit that divides it. */
+export function formatDuration(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}
+
+/**
+ * A duration of at most `maxMs`: milliseconds, or a number with ms, s or m ("500ms", "2s", "1m"). The
+ * cap is part of the schema (number maximum, string pattern), so no path can accept a longer one.
+ */
+export function durationSchema(maxMs: number) {
+  const units: [string, number][] = [
+    ['ms', 1],
+    ['s', 1000],
+    ['m', 60_000],
+  ];
+  const pattern = `^(?:${units.map(([unit, size]) => `${upToPattern(Math.floor(maxMs / size))}${unit}`).join('|')})$`;
+  const limit = `at most ${formatDuration(maxMs)} (${maxMs}ms)`;
+  return z
+    .union([
+      z
+        .number()
+        .int()
+        .min(0)
+        .max(maxMs, { message: `must be ${limit}` }),
+      z.string().regex(new RegExp(pattern), { message: `must be "<n>ms", "<n>s" or "<n>m", ${limit}` }),
+    ])
+    .describe(`Milliseconds, or "500ms" / "2s" / "1m"; ${limit}`);
+}
+
+/** Upper bounds of command-step durations and retries (README, authoring guide). */
+export const COMMAND_LIMITS = {
+  /** One request of a command step. */
+  timeoutMs: 300_000,
+  /** The pause between two polls of `repeat`. */
+  everyMs: 600_000,
+  /** The whole of a `repeat`. */
+  repeatTimeoutMs: 3_600_000,
+  /** Requests of a `repeat`. */
+  maxAttempts: 1000,
+} as const;
+
+/** Iteration cap of every loop. */
+export const MAX_LOOP_ITERATIONS = 10_000;
+
+const loopCommon = {
+  maxIterations: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_LOOP_ITERATIONS, { message: `must be at most ${MAX_LOOP_ITERATIONS} iterations` })
+    .describe(`Hard cap on iterations (at most ${MAX_LOOP_ITERATIONS}); the loop ends when it is reached`),
+  iterationVar: z
+    .string()
+    .regex(VAR_NAME)
+    .optional()
+    .describe('Context variable holding the 1-based iteration number (default currentIteration)'),
+};
+
+export const LoopConfigSchema = z
+  .discriminatedUnion('type', [
+    z
+      .strictObject({
+        type: z.literal('while').describe('Repeat while the condition holds (checked before each iteration)'),
+        condition: ConditionSchema,
+        ...loopCommon,
+      })
+      .describe('while loop'),
+    z
+      .strictObject({
+        type: z.literal('until').describe('Repeat until the condition holds (checked after each iteration)'),
+        condition: ConditionSchema,
+        ...loopCommon,
+      })
+      .describe('until loop'),
+    z
+      .strictObject({
+        type: z.literal('for').describe('Repeat a fixed number of times'),
+        count: z
+          .union([z.number().int().min(0), z.string().min(1)])
+          .describe('Number of iterations, or the name of a context variable holding it'),
+        ...loopCommon,
+      })
+      .describe('for loop'),
+    z
+      .strictObject({
+        type: z.literal('forEach').describe('Repeat once per item of a context array'),
+        items: z.string().min(1).describe('Context variable (dotted path) holding the array'),
+        itemVar: z
+          .string()
+          .regex(VAR_NAME)
+          .optional()
+          .describe('Context variable for the current item (default currentItem)'),
+        indexVar: z
+          .string()
+          .regex(VAR_NAME)
+          .optional()
+          .describe('Context variable for the 0-based index (default currentIndex)'),
+        ...loopCommon,
+      })
+      .describe('forEach loop'),
+  ])
+  .meta({ id: 'LoopConfig', description: 'How a loop step repeats its body' });
+export type LoopConfig = z.infer<typeof LoopConfigSchema>;
+
+export const LoopStepSchema = z
+  .strictObject({
+    ...stepCommon,
+    type: z.literal('loop').describe('Marks a loop step'),
+    prompt: z.string().min(1).optional().describe('Optional note shown with each body step'),
+    loop: LoopConfigSchema,
+    body: z
+      .union([
+        IdSchema.describe(
+          'Id of another top-level step that forms the body (it then runs only inside the loop)',
+        ),
+        z.array(PromptStepSchema).min(1).describe('Inline body steps'),
+      ])
+      .describe('The steps repeated on each iteration'),
+  })
+  .meta({ id: 'LoopStep', description: 'A step that repeats a body of steps' });
+export type LoopStep = z.infer<typeof LoopStepSchema>;
+
+export const CommandStepSchema = z
+  .strictObject({
+    ...stepCommon,
+    run: z
+      .string()
+      .regex(/^[a-z0-9-]+ [a-z0-9-]+$/)
+      .describe('"<catalog> <command>": an operation of an imported OpenAPI catalog, run by the server'),
+    with: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('Path, query and header parameters; values may be ${{ }} templates'),
+    body: z.unknown().optional().describe('JSON request body; strings may be ${{ }} templates'),
+    timeout: durationSchema(COMMAND_LIMITS.timeoutMs)
+      .optional()
+      .describe('Per-request timeout (default 10s)'),
+    repeat: z
+      .strictObject({
+        until: ConditionSchema.describe('Stop polling when this holds; `output` is the latest response body'),
+        every: durationSchema(COMMAND_LIMITS.everyMs).describe('Pause between attempts'),
+        max_attempts: z
+          .number()
+          .int()
+          .min(1)
+          .max(COMMAND_LIMITS.maxAttempts, {
+            message: `must be at most ${COMMAND_LIMITS.maxAttempts} requests`,
+          })
+          .describe(`Give up after this many requests (at most ${COMMAND_LIMITS.maxAttempts})`),
+        timeout: durationSchema(COMMAND_LIMITS.repeatTimeoutMs).describe('Give up after this long in total'),
+      })
+      .optional()
+      .describe('Poll the command until a condition holds'),
+    output_contract: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('JSON Schema the response body must satisfy'),
+    depends_on: DependsOnSchema,
+  })
+  .meta({
+    id: 'CommandStep',
+    description: 'A step the server executes: one HTTP call to a catalog operation',
+  });
+export type CommandStep = z.infer<typeof CommandStepSchema>;
+
+export const StepSchema = z.union([PromptStepSchema, LoopStepSchema, CommandStepSchema]);
+export type Step = z.infer<typeof StepSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Workflow
+
+export const WorkflowSchema = z
+  .strictObject({
+    $schema: z.string().optional().describe('Optional reference to this schema'),
+    id: IdSchema.describe('Workflow id, unique across all sources'),
+    name: z.string().min(1).max(200).describe('Human-friendly name'),
+    description: z.string().min(1).describe('What the workflow accomplishes'),
+    version: z.string().regex(SEMVER).describe('Semantic version of the definition'),
+    category: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe('Grouping such as development, review, documentation (default general)'),
+    preconditions: z.array(z.string().min(1)).optional().describe('What must be true before starting'),
+    clarificationPrompts: z
+      .array(z.string().min(1))
+      .optional()
+      .describe('Questions to ask the user up front'),
+    metaGuidance: z.array(z.string().min(1)).optional().describe('Guidance that applies to every step'),
+    inputs: z
+      .record(z.string().regex(VAR_NAME), InputSpecSchema)
+      .optional()
+      .describe('Named inputs, referenced as ${{ inputs.<name> }}'),
+    requires: z
+      .strictObject({
+        catalogs: z.array(IdSchema).optional().describe('Catalogs (OpenAPI imports) the command steps use'),
+      })
+      .optional()
+      .describe('What must be installed for the workflow to run'),
+    final_output: z.unknown().optional().describe('What the workflow produces; may use ${{ }} templates'),
+    steps: z.array(StepSchema).min(1).describe('Ordered steps'),
+  })
+  .meta({
+    id: 'Workflow',
+    title: 'workflowlookup workflow',
+    description: 'A multi-step workflow served by workflowlookup (a superset of the WorkRail format)',
+  });
+export type Workflow = z.infer<typeof WorkflowSchema>;
+
+export const DEFAULT_CATEGORY = 'general';
+
+/** A step that does something (as opposed to a loop that repeats others). */
+export type ActionStep = PromptStep | CommandStep;
+
+export function isCommandStep(step: Step): step is CommandStep {
+  return 'run' in step;
+}
+
+export function isPromptStep(step: Step): step is PromptStep {
+  return !isLoopStep(step) && !isCommandStep(step);
+}
+
+/** The JSON Schema (draft 2020-12) of a workflow definition, generated from the zod model. */
+export function workflowJsonSchema(): Record<string, unknown> {
+  const generated = z.toJSONSchema(WorkflowSchema, { target: 'draft-2020-12', unrepresentable: 'any' });
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $id: 'https://workflowlookup.dev/schema/workflow.schema.json',
+    ...generated,
+  };
+}
+
+export function isLoopStep(step: Step): step is LoopStep {
+  return 'type' in step && step.type === 'loop';
+}

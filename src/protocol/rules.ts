@@ -1,0 +1,572 @@
+import {
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  isJSONRPCResponse,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  PROTOCOL_VERSION_META_KEY,
+  ProtocolErrorCode,
+  type Transport,
+  type TransportSendOptions,
+} from '@modelcontextprotocol/server';
+import { RpcCode, type RpcError } from './error-mapping.js';
+import { closest, didYouMean } from './suggest.js';
+
+/** Revisions negotiated through `initialize`. */
+export const INITIALIZE_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const;
+/** Revisions that carry their version in each request's `_meta` envelope instead. */
+export const ENVELOPE_VERSIONS = ['2026-07-28'] as const;
+export const SUPPORTED_VERSIONS: readonly string[] = [...INITIALIZE_VERSIONS, ...ENVELOPE_VERSIONS];
+
+/** Deepest nesting a message may have: deeper ones are refused before anything recurses over them. */
+export const MAX_MESSAGE_DEPTH = 64;
+
+/**
+ * Requests that only wait for other work to end (a task's result): when input ends nobody is left to
+ * read their answer, so they are dropped instead of keeping the process alive (the work itself is durable).
+ */
+const WAITS_ONLY = new Set(['tasks/result']);
+
+/** Requests that are served before (or without) `initialize`. */
+const PRE_INIT_METHODS = new Set(['initialize', 'ping', 'server/discover', 'shutdown']);
+
+type Id = string | number;
+type Json = Record<string, unknown>;
+
+/**
+ * What carries messages for one connection: stdio framing, or an HTTP transport. It hands over every
+ * value it read (parsed JSON, not yet checked) and writes what the rules send.
+ */
+export interface MessageChannel {
+  start(): Promise<void>;
+  close(): Promise<void>;
+  send(message: Json, options?: TransportSendOptions): Promise<void>;
+  onmessage?: (message: unknown, extra?: MessageExtraInfo) => void;
+  /** A frame that could not be read at all (invalid JSON, over the size limit): answered in arrival order. */
+  onunreadable?: ((error: RpcError) => void) | undefined;
+  /** No more input will come (stdin ended). */
+  onend?: () => void;
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  readonly sessionId?: string | undefined;
+}
+
+/** What a request handled by the rules themselves (a direct tool call) is given. */
+export interface DirectCall {
+  signal: AbortSignal;
+  /** What the transport knows of the request (the authenticated identity over HTTP). */
+  extra?: MessageExtraInfo | undefined;
+  /** Lets later requests be served while this one waits on the network (ordering resumes with them). */
+  detach: () => void;
+}
+
+export type DirectHandler = (
+  method: string,
+  params: unknown,
+  call: DirectCall,
+) => Promise<{ result: unknown } | { error: RpcError }>;
+
+export interface RulesOptions {
+  channel: MessageChannel;
+  /** Tool names callable as plain JSON-RPC methods (seed 001 style). */
+  directMethods: ReadonlySet<string>;
+  /** Alternative tool names (e.g. `workflow.start`) accepted on tools/call and as direct methods. */
+  aliases?: Readonly<Record<string, string>>;
+  direct: DirectHandler;
+  /**
+   * Seed 001 ordering: a request starts only after the previous one answered (or waits on the network),
+   * and answers go out in that order. Stdio orders; HTTP requests are independent of each other.
+   */
+  ordered: boolean;
+  /** Refuse calls before `initialize` (stdio; an HTTP transport enforces its own sessions). */
+  requireInitialize: boolean;
+  /** Called after `shutdown` was answered, or when input ended and every request was answered. */
+  onExit?: (reason: 'shutdown' | 'eof') => void;
+  /** Called once, right after the first successful `initialize` answer was written. */
+  onInitialized?: () => void;
+  log?: (line: string) => void;
+}
+
+interface Pending {
+  id: Id;
+  method: string;
+  /** This request holds the ordering queue (ordered mode) until it answers, is cancelled or detaches. */
+  holding: boolean;
+  cancelled: boolean;
+  abort: AbortController;
+}
+
+type Queued =
+  | { kind: 'request'; msg: Json & { id: Id; method: string }; extra?: MessageExtraInfo | undefined }
+  | { kind: 'notification'; msg: Json; extra?: MessageExtraInfo | undefined }
+  /** An error answer decided while reading, kept in arrival order. */
+  | { kind: 'reply'; msg: Json };
+
+/**
+ * The protocol rules every transport shares, between a message channel and the SDK: the seed 001
+ * conformance rules (version checks, no calls before `initialize`, direct tool methods, dotted
+ * aliases, `shutdown`, ordering) and the guarantees we add (every request with a usable id gets
+ * exactly one answer, its id echoed as sent; anything the SDK would silently drop is answered with
+ * the right JSON-RPC error first; SDK errors are normalized to the seed's codes).
+ */
+export class ProtocolRules implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
+
+  private readonly queue: Queued[] = [];
+  private readonly pending = new Map<Id, Pending>();
+  private holder: Pending | undefined;
+  private initialized = false;
+  private ended = false;
+  private closed = false;
+
+  constructor(private readonly opts: RulesOptions) {
+    const { channel } = opts;
+    channel.onmessage = (message, extra) => this.receive(message, extra);
+    channel.onunreadable = (error) => this.enqueue({ kind: 'reply', msg: errorMessage(null, error) });
+    channel.onend = () => {
+      this.ended = true;
+      for (const p of [...this.pending.values()]) {
+        if (WAITS_ONLY.has(p.method)) {
+          this.cancelled({
+            jsonrpc: '2.0',
+            method: 'notifications/cancelled',
+            params: { requestId: p.id, reason: 'input ended' },
+          });
+        }
+      }
+      this.maybeExit();
+    };
+    channel.onclose = () => this.onclose?.();
+    channel.onerror = (error) => this.onerror?.(error);
+  }
+
+  get sessionId(): string | undefined {
+    return this.opts.channel.sessionId;
+  }
+
+  async start(): Promise<void> {
+    await this.opts.channel.start();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const p of this.pending.values()) p.abort.abort(new Error('connection closed'));
+    await this.opts.channel.close();
+  }
+
+  /** Lets the queue move on while request `id` waits on the network; its answer comes when ready. */
+  detach(id: Id): void {
+    const p = this.pending.get(id);
+    if (p?.holding) this.release(p);
+  }
+
+  /** Outbound messages from the SDK. A response settles its request exactly once. */
+  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    const msg = message as Json;
+    const isResponse = !('method' in msg) && 'id' in msg;
+    if (!isResponse) return this.write(msg, options);
+    const p = this.pending.get(msg.id as Id);
+    if (p === undefined) return; // cancelled and forgotten, or already answered
+    if (p.cancelled) {
+      this.settle(p);
+      return;
+    }
+    const initializedNow = !msg.error && p.method === 'initialize' && !this.initialized;
+    if (msg.error && typeof msg.error === 'object') {
+      patchError(msg.error as RpcError, p.method);
+      this.suggest(msg.error as RpcError, p.method);
+    } else if (p.method === 'initialize') this.initialized = true;
+    await this.answer(p, msg, options);
+    if (initializedNow) this.opts.onInitialized?.();
+  }
+
+  // ------------------------------------------------------------------------------------------------
+
+  private async write(msg: Json, options?: TransportSendOptions): Promise<void> {
+    if (this.closed) return;
+    await this.opts.channel.send(msg, options);
+  }
+
+  /** Writes a request's answer (or, if it cannot be serialized, an internal error) and settles it. */
+  private async answer(p: Pending, msg: Json, options?: TransportSendOptions): Promise<void> {
+    // The write starts before the queue moves on, so answers leave in the order requests were taken.
+    const written = this.write(msg, options);
+    this.settle(p);
+    try {
+      await written;
+    } catch (error) {
+      this.opts.log?.(`answer to ${p.method} (${String(p.id)}) could not be written: ${String(error)}`);
+      await this.write(
+        errorMessage(p.id, {
+          code: RpcCode.InternalError,
+          message: 'Internal error',
+          data: { details: 'the answer could not be serialized' },
+        }),
+        options,
+      ).catch(() => undefined);
+    }
+  }
+
+  private settle(p: Pending): void {
+    if (this.pending.get(p.id) === p) this.pending.delete(p.id);
+    if (p.holding) this.release(p);
+  }
+
+  private release(p: Pending): void {
+    p.holding = false;
+    if (this.holder === p) this.holder = undefined;
+    this.pump();
+  }
+
+  private maybeExit(): void {
+    if (this.ended && this.pending.size === 0 && this.queue.length === 0 && !this.closed) {
+      this.opts.onExit?.('eof');
+    }
+  }
+
+  /** Checks one inbound value; anything that is not a servable message is answered (or dropped) here. */
+  private receive(value: unknown, extra?: MessageExtraInfo): void {
+    const verdict = classify(value, (id) => this.inUse(id));
+    switch (verdict.kind) {
+      case 'reply':
+        this.enqueue({ kind: 'reply', msg: errorMessage(verdict.id, verdict.error) });
+        break;
+      case 'response':
+        this.onmessage?.(verdict.msg as JSONRPCMessage, extra);
+        break;
+      case 'notification':
+        if (verdict.msg.method === 'notifications/cancelled') this.cancelled(verdict.msg, extra);
+        else this.enqueue({ kind: 'notification', msg: verdict.msg, extra });
+        break;
+      case 'request':
+        this.enqueue({ kind: 'request', msg: verdict.msg, extra });
+        break;
+      case 'drop':
+        break;
+    }
+  }
+
+  private inUse(id: Id): boolean {
+    return this.pending.has(id) || this.queue.some((q) => q.kind === 'request' && q.msg.id === id);
+  }
+
+  private cancelled(msg: Json, extra?: MessageExtraInfo): void {
+    const requestId = (msg.params as { requestId?: unknown } | undefined)?.requestId;
+    const queued = this.queue.findIndex((q) => q.kind === 'request' && q.msg.id === requestId);
+    if (queued !== -1) {
+      // Not started: it is simply never processed (and never answered, as the spec says).
+      this.queue.splice(queued, 1);
+      this.maybeExit();
+      return;
+    }
+    const p = this.pending.get(requestId as Id);
+    if (p === undefined) return;
+    p.cancelled = true;
+    p.abort.abort(new Error('cancelled by the client'));
+    this.onmessage?.(msg as JSONRPCMessage, extra);
+    // Its answer, if one still comes, is dropped; the queue moves on now, once.
+    this.settle(p);
+    this.maybeExit();
+  }
+
+  private enqueue(item: Queued): void {
+    this.queue.push(item);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (!this.closed && (!this.opts.ordered || this.holder === undefined)) {
+      const item = this.queue.shift();
+      if (item === undefined) {
+        this.maybeExit();
+        return;
+      }
+      if (item.kind === 'notification') this.onmessage?.(item.msg as JSONRPCMessage, item.extra);
+      else if (item.kind === 'reply') void this.write(item.msg).catch((e) => this.onerror?.(e as Error));
+      else this.dispatch(item.msg, item.extra);
+    }
+  }
+
+  private dispatch(msg: Json & { id: Id; method: string }, extra?: MessageExtraInfo): void {
+    const { id } = msg;
+    const aliases = this.opts.aliases ?? {};
+    const method = aliases[msg.method] ?? msg.method;
+    const params = msg.params as Json | undefined;
+    if (method === 'tools/call' && typeof params?.name === 'string' && aliases[params.name] !== undefined) {
+      params.name = aliases[params.name];
+    }
+    const p: Pending = {
+      id,
+      method,
+      holding: this.opts.ordered,
+      cancelled: false,
+      abort: new AbortController(),
+    };
+    this.pending.set(id, p);
+    if (p.holding) this.holder = p;
+    if (method === 'shutdown') {
+      void this.answer(p, { jsonrpc: '2.0', id, result: null }).then(() => this.opts.onExit?.('shutdown'));
+      return;
+    }
+    const refusal = this.admission(method, params) ?? this.unknownTool(method, params);
+    if (refusal !== undefined) {
+      void this.answer(p, errorMessage(id, refusal));
+      return;
+    }
+
+    if (this.opts.directMethods.has(method)) {
+      const call: DirectCall = { signal: p.abort.signal, extra, detach: () => this.detach(id) };
+      const reply = (answer: Json) => {
+        if (p.cancelled) this.settle(p);
+        else void this.answer(p, answer);
+      };
+      // The envelope (`_meta`) is the protocol's, not the tool's arguments.
+      const { _meta: _envelope, ...args } = params ?? {};
+      this.opts.direct(method, args, call).then(
+        (outcome) => reply({ jsonrpc: '2.0', id, ...outcome }),
+        (error: unknown) => {
+          this.opts.log?.(`direct call ${method} failed: ${String(error)}`);
+          reply(errorMessage(id, { code: RpcCode.InternalError, message: 'Internal error' }));
+        },
+      );
+      return;
+    }
+    this.onmessage?.({ ...msg, method } as JSONRPCMessage, extra);
+  }
+
+  /** A tools/call naming no tool, answered with the closest names instead of the SDK's bare error. */
+  private unknownTool(method: string, params: Json | undefined): RpcError | undefined {
+    if (method !== 'tools/call' || typeof params?.name !== 'string') return undefined;
+    if (this.opts.directMethods.has(params.name)) return undefined;
+    const hint = this.canonical(
+      closest(params.name, [...this.opts.directMethods, ...Object.keys(this.opts.aliases ?? {})]),
+    );
+    return invalidParams(`unknown tool "${params.name}"${didYouMean(params.name, hint)}`, hint);
+  }
+
+  /** Adds the nearest method names to a method-not-found error. */
+  private suggest(error: RpcError, method: string): void {
+    if (error.code !== RpcCode.MethodNotFound) return;
+    const names = [...this.opts.directMethods, ...Object.keys(this.opts.aliases ?? {}), ...SDK_METHODS];
+    const hint = this.canonical(closest(method, names));
+    if (hint.length === 0) return;
+    error.data = {
+      ...(error.data ?? {}),
+      details: `unknown method "${method}"${didYouMean(method, hint)}`,
+      did_you_mean: hint,
+    };
+  }
+
+  /** Names as their canonical tools, once each (an alias and its tool are one suggestion). */
+  private canonical(names: string[]): string[] {
+    const aliases = this.opts.aliases ?? {};
+    return [...new Set(names.map((n) => aliases[n] ?? n))];
+  }
+
+  /** Why a request may not be served now (version, initialization), or undefined when it may. */
+  private admission(method: string, params: Json | undefined): RpcError | undefined {
+    const envelopeVersion = envelopeClaim(params);
+    // A request in the 2026-07-28 envelope is that revision's: there `initialize` no longer exists, and
+    // the SDK answers it (method not found) as it answers every other removed method.
+    if (envelopeVersion !== undefined) {
+      return SUPPORTED_VERSIONS.includes(envelopeVersion) ? undefined : versionError(envelopeVersion);
+    }
+    if (method === 'initialize') {
+      const requested = params?.protocolVersion;
+      if (typeof requested !== 'string' || requested === '')
+        return invalidParams('protocolVersion is required');
+      if (!SUPPORTED_VERSIONS.includes(requested)) return versionError(requested);
+      const capabilities = params?.capabilities;
+      if (capabilities === null || typeof capabilities !== 'object')
+        return invalidParams('capabilities is required');
+      // Seed 001 makes clientInfo optional; the SDK requires it.
+      if (params?.clientInfo === undefined && params !== undefined) {
+        params.clientInfo = { name: 'unknown-client', version: '0.0.0' };
+      }
+      return undefined;
+    }
+    if (this.opts.requireInitialize && !this.initialized && !PRE_INIT_METHODS.has(method)) {
+      return {
+        code: RpcCode.InvalidRequest,
+        message: 'Server not initialized',
+        data: { details: `send initialize before ${method}`, method },
+      };
+    }
+    return undefined;
+  }
+}
+
+function errorMessage(id: Id | null, error: RpcError): Json {
+  return { jsonrpc: '2.0', id, error };
+}
+
+export type Verdict =
+  | { kind: 'reply'; id: Id | null; error: RpcError }
+  | { kind: 'response'; msg: Json }
+  | { kind: 'notification'; msg: Json & { method: string } }
+  | { kind: 'request'; msg: Json & { id: Id; method: string } }
+  | { kind: 'drop' };
+
+/**
+ * What to do with one inbound value. Whatever the SDK would drop without a word (an id it cannot
+ * use, params that are not an object, a malformed `_meta`, stray keys) is answered here instead.
+ */
+export function classify(value: unknown, inUse: (id: Id) => boolean = () => false): Verdict {
+  const invalid = (id: Id | null, details: string): Verdict => ({
+    kind: 'reply',
+    id,
+    error: { code: RpcCode.InvalidRequest, message: 'Invalid Request', data: { details } },
+  });
+  if (Array.isArray(value)) return invalid(null, 'batch requests are not supported');
+  if (value === null || typeof value !== 'object') return invalid(null, 'a request must be a JSON object');
+  const msg = value as Json;
+  const rawId = msg.id;
+  const echo: Id | null = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
+  const usableId = typeof rawId === 'string' || Number.isSafeInteger(rawId);
+  const isRequest = 'id' in msg;
+  if (depthExceeds(msg, MAX_MESSAGE_DEPTH)) {
+    if (!isRequest) return { kind: 'drop' };
+    return {
+      kind: 'reply',
+      id: echo,
+      error: invalidParams(`the message is nested deeper than ${MAX_MESSAGE_DEPTH} levels`),
+    };
+  }
+  if (msg.jsonrpc !== '2.0') return invalid(echo, 'jsonrpc must be "2.0"');
+  if (!('method' in msg)) {
+    // The client answering one of our requests (elicitation, sampling).
+    if (usableId && isJSONRPCResponse(msg)) return { kind: 'response', msg };
+    return invalid(echo, 'method is required');
+  }
+  if (typeof msg.method !== 'string' || msg.method === '') {
+    return invalid(echo, 'method must be a non-empty string');
+  }
+  if (isRequest && !usableId) {
+    return invalid(echo, 'id must be a string or an integer between -(2^53-1) and 2^53-1');
+  }
+  if ('result' in msg || 'error' in msg) {
+    return isRequest ? invalid(echo, 'a request must not carry "result" or "error"') : { kind: 'drop' };
+  }
+  if (msg.params === null) delete msg.params; // seed 001 sends `"params": null` for tools without arguments
+  const paramsProblem = checkParams(msg.params);
+  if (paramsProblem !== undefined) {
+    return isRequest ? { kind: 'reply', id: echo, error: invalidParams(paramsProblem) } : { kind: 'drop' };
+  }
+  if (!isRequest) {
+    return isJSONRPCNotification(msg)
+      ? { kind: 'notification', msg: msg as Json & { method: string } }
+      : { kind: 'drop' };
+  }
+  if (!isJSONRPCRequest(msg)) return invalid(echo, 'not a valid JSON-RPC request');
+  if (inUse(rawId as Id)) {
+    return invalid(
+      echo,
+      `id ${JSON.stringify(rawId)} is already in use by a request that is not answered yet`,
+    );
+  }
+  return { kind: 'request', msg: msg as Json & { id: Id; method: string } };
+}
+
+function invalidParams(details: string, didYouMean?: string[]): RpcError {
+  return {
+    code: RpcCode.InvalidParams,
+    message: 'Invalid params',
+    data: { details, ...(didYouMean && didYouMean.length > 0 ? { did_you_mean: didYouMean } : {}) },
+  };
+}
+
+/** Methods the SDK serves, for suggestions. */
+const SDK_METHODS = [
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'resources/list',
+  'resources/read',
+  'resources/templates/list',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'prompts/list',
+  'prompts/get',
+  'completion/complete',
+  'logging/setLevel',
+  'server/discover',
+];
+
+/** Why params cannot be served (MCP params are an object; `_meta` an object with a valid progressToken). */
+function checkParams(params: unknown): string | undefined {
+  if (params === undefined) return undefined;
+  if (params === null || typeof params !== 'object' || Array.isArray(params))
+    return 'params must be an object';
+  if (!('_meta' in params)) return undefined;
+  const meta = (params as Json)._meta;
+  if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) return '_meta must be an object';
+  if ('progressToken' in meta) {
+    const token = (meta as Json).progressToken;
+    if (typeof token !== 'string' && !Number.isSafeInteger(token)) {
+      return '_meta.progressToken must be a string or an integer';
+    }
+  }
+  return undefined;
+}
+
+/** Whether a value nests deeper than `limit` (iterative: a hostile depth cannot overflow the stack here). */
+export function depthExceeds(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
+function envelopeClaim(params: Json | undefined): string | undefined {
+  const meta = params?._meta;
+  if (meta === null || typeof meta !== 'object') return undefined;
+  const version = (meta as Json)[PROTOCOL_VERSION_META_KEY];
+  return typeof version === 'string' ? version : undefined;
+}
+
+/** SDK errors in the seed's shape: method names, version data, details on -32602, schema failures as -32602. */
+export function patchError(error: RpcError, method: string): void {
+  if (error.code === ProtocolErrorCode.MethodNotFound) {
+    // Seed 001's wording, unless the error explains itself (e.g. a task-only tool called without a task).
+    if (error.data === undefined) error.message = 'Method not found';
+    error.data = { ...(error.data ?? {}), method };
+  } else if (error.code === ProtocolErrorCode.UnsupportedProtocolVersion) {
+    const data = (error.data ?? {}) as { requested?: unknown };
+    Object.assign(error, versionError(data.requested));
+  } else if (error.code === ProtocolErrorCode.InvalidParams && error.data === undefined) {
+    error.data = { details: error.message };
+  } else if (error.code === ProtocolErrorCode.InternalError) {
+    // The SDK reports request-schema failures as -32603 with the zod issues as the message.
+    const details = zodIssuesText(error.message);
+    if (details !== undefined) Object.assign(error, invalidParams(details));
+  }
+}
+
+function zodIssuesText(message: string): string | undefined {
+  if (!message.trimStart().startsWith('[')) return undefined;
+  try {
+    const issues = JSON.parse(message) as { path?: unknown[]; message?: string }[];
+    if (!Array.isArray(issues)) return undefined;
+    return issues.map((i) => `${(i.path ?? []).join('.')}: ${i.message ?? 'invalid'}`).join('; ');
+  } catch {
+    return undefined;
+  }
+}
+
+export function versionError(requested: unknown): RpcError {
+  return {
+    code: RpcCode.ServerError,
+    message: 'Unsupported protocol version',
+    data: { supportedVersions: [...SUPPORTED_VERSIONS], requestedVersion: requested ?? null },
+  };
+}

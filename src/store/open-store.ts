@@ -1,0 +1,38 @@
+import type { ExecutionStore } from './execution-store.js';
+
+/** `postgres://…` or `postgresql://…`: a PostgreSQL connection string rather than a SQLite data dir. */
+export function isPostgresUrl(target: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(target);
+}
+
+export interface OpenOptions {
+  /** Where pool problems between calls are reported (PostgreSQL). */
+  log?: (line: string) => void;
+}
+
+/**
+ * Opens a store and brings its schema up to date: PostgreSQL for a `postgres://` URL, otherwise SQLite
+ * in the data directory `target`. Adapters are loaded on demand, so a server on one never loads the
+ * other's driver. Fails with a message that names the problem and never the password.
+ */
+export async function openExecutionStore(target: string, options: OpenOptions = {}): Promise<ExecutionStore> {
+  if (isPostgresUrl(target)) {
+    const { openPostgresStore } = await import('./postgres/postgres-store.js');
+    return openPostgresStore(target, options.log ? { log: options.log } : {});
+  }
+  const { SqliteExecutionStore } = await import('./sqlite/sqlite-store.js');
+  return new SqliteExecutionStore(target);
+}
+
+/**
+ * Applies the migrations `target` lacks (see `openExecutionStore`) and returns its schema version;
+ * refuses a store written by a newer version. What a `migrate` command runs.
+ */
+export async function migrate(target: string): Promise<number> {
+  const store = await openExecutionStore(target);
+  try {
+    return await store.schemaVersion();
+  } finally {
+    await store.close();
+  }
+}

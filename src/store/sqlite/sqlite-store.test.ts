@@ -1,0 +1,128 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ExecutionState } from '../../engine/state-machine.js';
+import type { ExecutionRecord } from '../execution-store.js';
+import { SqliteExecutionStore } from './sqlite-store.js';
+
+let dir: string;
+let store: SqliteExecutionStore;
+
+function record(id: string, over: Partial<ExecutionRecord> = {}): ExecutionRecord {
+  return {
+    execution_id: id,
+    principal: 'local',
+    workflow_name: 'wf-a',
+    definition_hash: 'h',
+    state: 'running',
+    current_step: 'one',
+    current_seq: 1,
+    completed_steps: [],
+    context: { big: 'x'.repeat(100) },
+    token_nonce: 'secret-nonce',
+    token_attempt: 0,
+    token_issued_at: null,
+    token_expires_at: null,
+    started_at: '2026-01-01T00:00:00.000Z',
+    updated_at: '2026-01-01T00:00:00.000Z',
+    completed_at: null,
+    duration_ms: null,
+    metadata: {},
+    ...over,
+  };
+}
+
+async function seed(records: ExecutionRecord[]) {
+  await store.transaction(async (tx) => {
+    await tx.pinDefinition('h', 'wf-a', '{}');
+    for (const r of records) await tx.insertExecution(r);
+  });
+}
+
+const at = (minute: number) => new Date(Date.UTC(2026, 0, 1, 0, minute)).toISOString();
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'wl-store-'));
+  store = new SqliteExecutionStore(dir);
+});
+
+afterEach(async () => {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('execution heads', () => {
+  it('answers from the paging indexes, never sorting in a temporary b-tree', () => {
+    const db = new Database(join(dir, 'workflowlookup.db'), { readonly: true });
+    const plan = (sql: string, ...params: unknown[]) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[])
+        .map((r) => r.detail)
+        .join(' | ');
+    const cols = 'execution_id, updated_at';
+    const page = plan(
+      `SELECT ${cols} FROM workflow_executions WHERE principal = ? AND (updated_at, execution_id) < (?, ?) ORDER BY updated_at DESC, execution_id DESC LIMIT 50`,
+      'local',
+      at(1),
+      'x',
+    );
+    expect(page).toContain('workflow_executions_by_principal_page');
+    expect(page).not.toContain('TEMP B-TREE');
+    const byState = plan(
+      `SELECT ${cols} FROM workflow_executions WHERE principal = ? AND state IN (?) ORDER BY updated_at DESC, execution_id DESC LIMIT 50`,
+      'local',
+      'running',
+    );
+    expect(byState).toContain('workflow_executions_by_principal_state');
+    const counts = plan(
+      'SELECT state, COUNT(*) FROM workflow_executions WHERE principal = ? GROUP BY state',
+      'local',
+    );
+    expect(counts).toMatch(/COVERING INDEX workflow_executions_by_principal_state/);
+    for (const where of ['workflow_name = ? AND updated_at >= ?', 'updated_at >= ?']) {
+      const params = where.startsWith('workflow') ? ['local', 'wf-a', at(1)] : ['local', at(1)];
+      expect(
+        plan(
+          `SELECT state, COUNT(*) FROM workflow_executions WHERE principal = ? AND ${where} GROUP BY state`,
+          ...params,
+        ),
+      ).toContain('COVERING INDEX');
+    }
+    db.close();
+  });
+});
+
+describe('read-only mode and watching', () => {
+  it('reads what a writer commits, refuses to write, and tells watchers about its own commits only', async () => {
+    await seed([record('r1')]);
+    const reader = new SqliteExecutionStore(dir, { readOnly: true });
+    try {
+      expect((await reader.getExecution('r1'))?.state).toBe('running');
+      await expect(reader.transaction(async () => undefined)).rejects.toThrow(/read-only/);
+      let told = 0;
+      const stop = store.watch(() => told++);
+      await store.transaction(async (tx) => {
+        const r = (await tx.getExecution('r1')) as ExecutionRecord;
+        await tx.updateExecution({ ...r, state: 'paused' as ExecutionState, updated_at: at(9) });
+      });
+      await store
+        .transaction(async () => {
+          throw new Error('rolled back');
+        })
+        .catch(() => undefined);
+      expect(told).toBe(1);
+      stop();
+      expect((await reader.getExecution('r1'))?.state).toBe('paused');
+      expect((await reader.changedExecutions({ principal: 'local', since: at(9), limit: 5 }))[0]?.state).toBe(
+        'paused',
+      );
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('refuses to open a store file that does not exist yet', () => {
+    expect(() => new SqliteExecutionStore(join(dir, 'none'), { readOnly: true })).toThrow(/does not exist/);
+  });
+});

@@ -1,0 +1,766 @@
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { canTransition, EXECUTION_STATES } from '../engine/state-machine.js';
+import type {
+  ExecutionHead,
+  ExecutionRecord,
+  ExecutionStore,
+  StoreWriter,
+  TaskRecord,
+} from './execution-store.js';
+import { PG_MIGRATIONS } from './postgres/migrations.js';
+import { MIGRATIONS } from './sqlite/migrations.js';
+import { adapters, at, execution, HASH, type Namespace, seed, step, T0 } from './store-test-kit.js';
+
+// The contract of the store port (src/store/execution-store.ts), run unchanged against every adapter.
+
+const ADAPTERS = await adapters('store contract suite');
+
+it('both adapters number their migrations alike, 1..n without gaps', () => {
+  expect(MIGRATIONS.map((m) => m.version)).toEqual(MIGRATIONS.map((_, i) => i + 1));
+  expect(PG_MIGRATIONS.map((m) => [m.version, m.name])).toEqual(MIGRATIONS.map((m) => [m.version, m.name]));
+});
+
+for (const { adapter, skip } of ADAPTERS)
+  describe.skipIf(skip)(`store contract: ${adapter.name}${skip ? ' (skipped: no server)' : ''}`, () => {
+    afterEach(() => adapter.closeStores());
+    afterAll(() => adapter.cleanup());
+
+    let ns: Namespace;
+    /** A store on a fresh, empty namespace. */
+    const fresh = async (): Promise<ExecutionStore> => {
+      ns = await adapter.fresh();
+      return ns.open();
+    };
+
+    describe('records', () => {
+      it('keeps an execution exactly as written: JSON key order, unicode, NUL, large numbers, nulls', async () => {
+        const store = await fresh();
+        const record = execution({
+          completed_steps: ['a', 'b'],
+          context: {
+            zeta: 1,
+            alpha: { nested: [1, 'two', null, true] },
+            text: 'é漢字🎉 \u0000 end',
+            big: 2 ** 40,
+          },
+          metadata: { waiting: { step_id: 's' }, z: null },
+          duration_ms: 40 * 24 * 3600 * 1000,
+        });
+        await seed(store, record);
+        const got = await store.getExecution('exec-1');
+        expect(got).toEqual(record);
+        expect(Object.keys(got?.context ?? {})).toEqual(['zeta', 'alpha', 'text', 'big']);
+        expect(await store.getExecution('missing')).toBeUndefined();
+
+        const updated = {
+          ...record,
+          state: 'completed' as const,
+          current_step: null,
+          current_seq: 7,
+          token_nonce: null,
+          token_attempt: 3,
+          token_issued_at: null,
+          token_expires_at: null,
+          updated_at: at(5000),
+          completed_at: at(5000),
+          duration_ms: 5000,
+          metadata: { final_output: 'done' },
+          // What an execution never changes is not written again by an update.
+          principal: 'someone-else',
+          started_at: at(1),
+        };
+        await store.transaction((tx) => tx.updateExecution(updated));
+        expect(await store.getExecution('exec-1')).toEqual({
+          ...updated,
+          principal: 'local',
+          started_at: T0,
+        });
+      });
+
+      it('lists executions by principal, workflow and states, newest update first, ties by id (descending), up to a limit', async () => {
+        const store = await fresh();
+        await seed(
+          store,
+          execution({ execution_id: 'a', updated_at: at(3) }),
+          execution({ execution_id: 'b', updated_at: at(1), state: 'paused' }),
+          execution({ execution_id: 'c', updated_at: at(3), workflow_name: 'other' }),
+          execution({ execution_id: 'd', updated_at: at(2), principal: 'alice' }),
+          execution({ execution_id: 'e', updated_at: at(4), principal: 'alice', state: 'completed' }),
+        );
+        const ids = async (filter: Parameters<ExecutionStore['listExecutions']>[0]) =>
+          (await store.listExecutions(filter)).map((e) => e.execution_id);
+        expect(await ids({ limit: 10 })).toEqual(['e', 'c', 'a', 'd', 'b']);
+        expect(await ids({ principal: 'local', limit: 10 })).toEqual(['c', 'a', 'b']);
+        expect(await ids({ principal: 'local', limit: 2 })).toEqual(['c', 'a']);
+        expect(await ids({ principal: 'local', workflow_name: 'demo', limit: 10 })).toEqual(['a', 'b']);
+        expect(await ids({ principal: 'local', states: ['paused'], limit: 10 })).toEqual(['b']);
+        expect(await ids({ states: ['paused', 'completed'], limit: 10 })).toEqual(['e', 'b']);
+        expect(await ids({ principal: 'local', states: ['paused', 'running'], limit: 10 })).toEqual([
+          'c',
+          'a',
+          'b',
+        ]);
+        expect(await ids({ principal: 'local', states: ['running', 'paused', 'running'], limit: 2 })).toEqual(
+          ['c', 'a'],
+        );
+        expect(
+          await ids({ principal: 'local', workflow_name: 'demo', states: ['paused', 'running'], limit: 10 }),
+        ).toEqual(['a', 'b']);
+        expect(await ids({ principal: 'alice', states: [], limit: 10 })).toEqual(['e', 'd']);
+        expect(await ids({ principal: 'nobody', limit: 10 })).toEqual([]);
+        const page1 = await store.pageExecutions(null, 2);
+        const page2 = await store.pageExecutions(page1.at(-1)?.execution_id ?? null, 10);
+        expect([...page1, ...page2].map((e) => e.execution_id)).toEqual(['a', 'b', 'c', 'd', 'e']);
+      });
+
+      it('pins a definition once (the first pin stays) and refuses an execution of an unpinned one', async () => {
+        const store = await fresh();
+        await store.transaction(async (tx) => {
+          await tx.pinDefinition(HASH, 'demo', 'first');
+          await tx.pinDefinition(HASH, 'demo', 'second');
+        });
+        expect(await store.getDefinition(HASH)).toBe('first');
+        const pinned = await store.getPinnedDefinition(HASH);
+        expect(pinned).toMatchObject({ hash: HASH, workflow_id: 'demo', content: 'first' });
+        expect(new Date(pinned?.created_at ?? '').toISOString()).toBe(pinned?.created_at);
+        expect(await store.getDefinition('b'.repeat(64))).toBeUndefined();
+        await expect(
+          store.transaction((tx) => tx.insertExecution(execution({ definition_hash: 'b'.repeat(64) }))),
+        ).rejects.toThrow();
+        await store.transaction((tx) =>
+          tx.importDefinition({ hash: 'c'.repeat(64), workflow_id: 'x', content: '{}', created_at: T0 }),
+        );
+        expect(await store.getPinnedDefinition('c'.repeat(64))).toEqual({
+          hash: 'c'.repeat(64),
+          workflow_id: 'x',
+          content: '{}',
+          created_at: T0,
+        });
+      });
+
+      it('keeps steps in sequence, updates their status, output and lease, refuses a duplicate seq', async () => {
+        const store = await fresh();
+        await seed(store);
+        await store.transaction(async (tx) => {
+          await tx.insertStep(step({ seq: 2, step_name: 'implement', iteration: 1 }));
+          await tx.insertStep(step({ seq: 1, status: 'completed', output: { summary: 'x', n: [1] } }));
+        });
+        const steps = await store.getSteps('exec-1');
+        expect(steps.map((s) => s.seq)).toEqual([1, 2]);
+        expect(steps[0]).toEqual(step({ seq: 1, status: 'completed', output: { summary: 'x', n: [1] } }));
+        const leased = step({
+          seq: 2,
+          step_name: 'implement',
+          iteration: 1,
+          attempts: 1,
+          lease_owner: 'w-1',
+          lease_expires_at: at(30_000),
+        });
+        await store.transaction((tx) => tx.updateStep(leased));
+        expect(await store.getStep('exec-1', 2)).toEqual(leased);
+        const done = {
+          ...leased,
+          status: 'completed' as const,
+          completed_at: at(40_000),
+          duration_ms: 40_000,
+          output: 'plain text output',
+          lease_owner: null,
+          lease_expires_at: null,
+        };
+        await store.transaction((tx) => tx.updateStep(done));
+        expect(await store.getStep('exec-1', 2)).toEqual(done);
+        expect(await store.getStep('exec-1', 3)).toBeUndefined();
+        await expect(store.transaction((tx) => tx.insertStep(step({ seq: 1 })))).rejects.toThrow();
+        await expect(
+          store.transaction((tx) => tx.insertStep(step({ execution_id: 'missing', seq: 1 }))),
+        ).rejects.toThrow();
+      });
+
+      it('keeps artifacts (any text, NUL included) with increasing ids, by execution and by step', async () => {
+        const store = await fresh();
+        await seed(store);
+        const content = 'line 1\n\u0000 binary-ish \u0001 🎉 漢字';
+        const ids = await store.transaction(async (tx) => [
+          await tx.insertArtifact({
+            execution_id: 'exec-1',
+            step_name: 'design',
+            artifact_type: 'file',
+            name: 'design.md',
+            content,
+            content_type: 'text/markdown',
+            size_bytes: Buffer.byteLength(content),
+            metadata: { lines: 2 },
+          }),
+          await tx.insertArtifact({
+            execution_id: 'exec-1',
+            step_name: 'review',
+            artifact_type: 'finding',
+            name: 'f1',
+            content: '',
+            content_type: 'text/plain',
+            size_bytes: 0,
+            metadata: null,
+          }),
+        ]);
+        expect(ids[1]).toBeGreaterThan(ids[0] as number);
+        const all = await store.getArtifacts('exec-1');
+        expect(all.map((a) => a.id)).toEqual(ids);
+        expect(all[0]).toMatchObject({
+          content,
+          metadata: { lines: 2 },
+          size_bytes: Buffer.byteLength(content),
+        });
+        expect(all[1]?.metadata).toBeNull();
+        expect(new Date(all[0]?.created_at ?? '').toISOString()).toBe(all[0]?.created_at);
+        expect((await store.getArtifacts('exec-1', 'review')).map((a) => a.name)).toEqual(['f1']);
+        expect(await store.getArtifacts('missing')).toEqual([]);
+      });
+
+      it('returns the most recent telemetry in order, by execution, type and principal', async () => {
+        const store = await fresh();
+        await seed(store, execution(), execution({ execution_id: 'exec-2', principal: 'alice' }));
+        await store.transaction(async (tx) => {
+          for (let i = 0; i < 6; i++) {
+            await tx.insertTelemetry({
+              event_type: i % 2 === 0 ? 'step_started' : 'step_completed',
+              execution_id: i < 4 ? 'exec-1' : 'exec-2',
+              step_name: `s${i}`,
+              agent_name: i === 0 ? null : 'default',
+              metadata: i === 0 ? null : { i },
+            });
+          }
+        });
+        const names = async (filter: Parameters<ExecutionStore['getTelemetry']>[0]) =>
+          (await store.getTelemetry(filter)).map((e) => e.step_name);
+        expect(await names({ limit: 100 })).toEqual(['s0', 's1', 's2', 's3', 's4', 's5']);
+        expect(await names({ limit: 2 })).toEqual(['s4', 's5']);
+        expect(await names({ execution_id: 'exec-1', limit: 3 })).toEqual(['s1', 's2', 's3']);
+        expect(await names({ event_type: 'step_started', limit: 100 })).toEqual(['s0', 's2', 's4']);
+        expect(await names({ principal: 'alice', limit: 100 })).toEqual(['s4', 's5']);
+        expect(await names({ principal: 'local', event_type: 'step_completed', limit: 100 })).toEqual([
+          's1',
+          's3',
+        ]);
+        const [first] = await store.getTelemetry({ limit: 100 });
+        expect(first).toMatchObject({ event_type: 'step_started', execution_id: 'exec-1', agent_name: null });
+        expect(first?.metadata).toBeNull();
+        const ids = (await store.getTelemetry({ limit: 100 })).map((e) => e.id);
+        expect(ids).toEqual([...ids].sort((a, b) => a - b));
+      });
+
+      it('records a token once: the nonce is unique, the recorded answer can be replaced', async () => {
+        const store = await fresh();
+        await seed(store);
+        const record = {
+          nonce: 'n-1',
+          execution_id: 'exec-1',
+          output_hash: 'h',
+          response: { v: 1, kind: 'pending', list: [1, 2] },
+          created_at: T0,
+        };
+        await store.transaction((tx) => tx.recordSubmission(record));
+        expect(await store.getSubmission('n-1')).toEqual(record);
+        await expect(
+          store.transaction((tx) => tx.recordSubmission({ ...record, output_hash: 'other' })),
+        ).rejects.toThrow();
+        await store.transaction((tx) => tx.updateSubmission('n-1', { v: 1, kind: 'step' }));
+        expect((await store.getSubmission('n-1'))?.response).toEqual({ v: 1, kind: 'step' });
+        expect(await store.getSubmission('n-2')).toBeUndefined();
+        await store.transaction((tx) => tx.recordSubmission({ ...record, nonce: 'n-0', created_at: at(1) }));
+        expect((await store.getSubmissions('exec-1')).map((s) => s.nonce)).toEqual(['n-1', 'n-0']);
+      });
+    });
+
+    describe('execution heads', () => {
+      const minute = (n: number) => at(n * 60_000);
+      const head = (id: string, over: Partial<ExecutionRecord> = {}) =>
+        execution({
+          execution_id: id,
+          context: { big: 'x'.repeat(100) },
+          token_nonce: 'secret-nonce',
+          ...over,
+        });
+
+      it('pages most recent first in both directions, ties broken by id, with no row lost or repeated', async () => {
+        const store = await fresh();
+        // 25 executions over 10 distinct minutes: many share updated_at.
+        const all = Array.from({ length: 25 }, (_, i) =>
+          head(`e${String(i).padStart(2, '0')}`, { updated_at: minute(i % 10) }),
+        );
+        await seed(store, ...all);
+        const expected = [...all]
+          .sort((a, b) =>
+            a.updated_at === b.updated_at
+              ? b.execution_id.localeCompare(a.execution_id)
+              : b.updated_at.localeCompare(a.updated_at),
+          )
+          .map((r) => r.execution_id);
+        const pages: string[][] = [];
+        let page = await store.listExecutionHeads({ principal: 'local', limit: 7 });
+        for (;;) {
+          pages.push(page.map((h) => h.execution_id));
+          const last = page.at(-1);
+          if (page.length < 7 || !last) break;
+          page = await store.listExecutionHeads({ principal: 'local', limit: 7, older_than: last });
+        }
+        expect(pages.flat()).toEqual(expected);
+        // Back from a later page: `newer_than` returns the 7 closest newer rows, still most recent first.
+        const later = (
+          await store.listExecutionHeads({
+            principal: 'local',
+            limit: 7,
+            older_than: { updated_at: minute(3), execution_id: 'e03' },
+          })
+        )[0] as ExecutionHead;
+        expect(later).toBeDefined();
+        const back = await store.listExecutionHeads({ principal: 'local', limit: 7, newer_than: later });
+        const index = expected.indexOf(later.execution_id);
+        expect(back.map((h) => h.execution_id)).toEqual(expected.slice(index - 7, index));
+        // Heads leave out the context and the token fields.
+        expect(Object.keys(back[0] ?? {})).not.toContain('context');
+        expect(JSON.stringify(back)).not.toContain('secret-nonce');
+        // The executions listing breaks ties the same way.
+        const listed = await store.listExecutions({ principal: 'local', limit: 25 });
+        expect(listed.map((r) => r.execution_id)).toEqual(expected);
+      });
+
+      it('filters by principal, workflow, states and the time of the last change, and counts per state', async () => {
+        const store = await fresh();
+        await seed(
+          store,
+          head('a1', { state: 'running', updated_at: minute(1) }),
+          head('a2', { state: 'paused', updated_at: minute(2) }),
+          head('a3', { state: 'completed', updated_at: minute(3), workflow_name: 'wf-b' }),
+          head('a4', { state: 'completed', updated_at: minute(4) }),
+          head('b1', { state: 'running', updated_at: minute(5), principal: 'alice' }),
+        );
+        const ids = async (filter: Parameters<typeof store.listExecutionHeads>[0]) =>
+          (await store.listExecutionHeads(filter)).map((h) => h.execution_id);
+        expect(await ids({ principal: 'local', limit: 10 })).toEqual(['a4', 'a3', 'a2', 'a1']);
+        expect(await ids({ principal: 'alice', limit: 10 })).toEqual(['b1']);
+        expect(await ids({ principal: 'local', workflow_name: 'wf-b', limit: 10 })).toEqual(['a3']);
+        expect(await ids({ principal: 'local', states: ['running', 'paused'], limit: 10 })).toEqual([
+          'a2',
+          'a1',
+        ]);
+        expect(await ids({ principal: 'local', states: ['completed'], limit: 10 })).toEqual(['a4', 'a3']);
+        expect(await ids({ principal: 'local', updated_since: minute(2), limit: 10 })).toEqual([
+          'a4',
+          'a3',
+          'a2',
+        ]);
+        expect(await ids({ principal: 'local', updated_before: minute(2), limit: 10 })).toEqual(['a1']);
+        expect(await store.countExecutions({ principal: 'local' })).toEqual({
+          running: 1,
+          paused: 1,
+          completed: 2,
+        });
+        expect(
+          await store.countExecutions({
+            principal: 'local',
+            workflow_name: 'demo',
+            updated_since: minute(2),
+          }),
+        ).toEqual({ paused: 1, completed: 1 });
+        expect(await store.listPrincipals()).toEqual(['alice', 'local']);
+      });
+
+      it("scopes telemetry to a principal's executions", async () => {
+        const store = await fresh();
+        await seed(store, head('t1'), head('t2', { principal: 'alice' }));
+        await store.transaction(async (tx) => {
+          for (const id of ['t1', 't2']) {
+            await tx.insertTelemetry({
+              event_type: 'x',
+              execution_id: id,
+              step_name: null,
+              agent_name: null,
+              metadata: null,
+            });
+          }
+        });
+        const local = await store.getTelemetry({ principal: 'local', limit: 10 });
+        expect(local.map((e) => e.execution_id)).toEqual(['t1']);
+        expect(await store.getTelemetry({ principal: 'alice', execution_id: 't1', limit: 10 })).toEqual([]);
+      });
+
+      it('lists what changed since a time, oldest change first, for one principal', async () => {
+        const store = await fresh();
+        await seed(
+          store,
+          head('c1', { updated_at: minute(1) }),
+          head('c2', { updated_at: minute(3) }),
+          head('c3', { updated_at: minute(2) }),
+          head('c4', { updated_at: minute(4), principal: 'alice' }),
+        );
+        const changed = await store.changedExecutions({ principal: 'local', since: minute(2), limit: 10 });
+        expect(changed.map((h) => [h.execution_id, h.updated_at])).toEqual([
+          ['c3', minute(2)],
+          ['c2', minute(3)],
+        ]);
+      });
+
+      it("tells watchers of another connection's commits", async () => {
+        const writer = await fresh();
+        const watcher = await ns.open();
+        if (watcher.watch === undefined) return;
+        let calls = 0;
+        const unwatch = watcher.watch(() => {
+          calls++;
+        });
+        try {
+          // LISTEN (PostgreSQL) starts asynchronously: write until a notification arrives.
+          const deadline = Date.now() + (adapter.name === 'sqlite' ? 100 : 5000);
+          for (let i = 0; calls === 0 && Date.now() < deadline; i++) {
+            await seed(writer, head(`w${i}`));
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+          if (adapter.name === 'sqlite') {
+            // SQLite tells a store of its own commits only; the dashboard polls for the rest.
+            expect(calls).toBe(0);
+            await seed(watcher, head('own'));
+            expect(calls).toBe(1);
+          } else expect(calls).toBeGreaterThan(0);
+        } finally {
+          unwatch();
+        }
+      });
+    });
+
+    describe('tasks and history', () => {
+      const task = (overrides: Partial<TaskRecord> = {}): TaskRecord => ({
+        task_id: 'task-1',
+        principal: 'local',
+        tool: 'workflow_run',
+        arguments: { workflow_id: 'demo', inputs: { b: 2, a: 1 } },
+        run_id: null,
+        workflow_id: 'demo',
+        status: 'working',
+        status_message: 'running',
+        snapshot: { state: 'running' },
+        created_at: T0,
+        last_updated_at: T0,
+        ttl_ms: 60_000,
+        expires_at: at(60_000),
+        poll_interval_ms: 500,
+        input_requests: {},
+        input_responses: {},
+        result: null,
+        error: null,
+        owner: 'host:1:abc',
+        lease_expires_at: at(30_000),
+        meta: {},
+        ...overrides,
+      });
+
+      it('keeps tasks as written, pages them newest first per principal, and never changes a terminal status', async () => {
+        const store = await fresh();
+        await store.transaction(async (tx) => {
+          for (let i = 0; i < 5; i++) {
+            await tx.insertTask(
+              task({ task_id: `t${i}`, created_at: at(i * 1000), last_updated_at: at(i * 1000) }),
+            );
+          }
+          await tx.insertTask(task({ task_id: 'other', principal: 'bob' }));
+        });
+        expect(await store.getTask('t0')).toEqual(
+          task({ task_id: 't0', created_at: T0, last_updated_at: T0 }),
+        );
+        const first = await store.listTasks({ principal: 'local', limit: 2 });
+        expect(first.map((t) => t.task_id)).toEqual(['t4', 't3']);
+        const last = first.at(-1) as TaskRecord;
+        const next = await store.listTasks({
+          principal: 'local',
+          limit: 10,
+          before: { created_at: last.created_at, task_id: last.task_id },
+        });
+        expect(next.map((t) => t.task_id)).toEqual(['t2', 't1', 't0']);
+        const done = task({
+          task_id: 't1',
+          created_at: at(1000),
+          status: 'completed',
+          result: { content: [], structuredContent: { ok: true } },
+          last_updated_at: at(2000),
+        });
+        await store.transaction((tx) => tx.updateTask(done));
+        expect(await store.getTask('t1')).toEqual(done);
+        await expect(
+          store.transaction((tx) => tx.updateTask({ ...done, status: 'working' })),
+        ).rejects.toThrow();
+        expect((await store.listTasks({ statuses: ['completed'], limit: 10 })).map((t) => t.task_id)).toEqual(
+          ['t1'],
+        );
+        // Finished tasks past their retention go; unfinished ones stay whatever their expiry.
+        expect(await store.transaction((tx) => tx.deleteExpiredTasks(at(10 * 60_000)))).toBe(1);
+        expect(await store.getTask('t1')).toBeUndefined();
+        expect(await store.getTask('t0')).toBeDefined();
+      });
+
+      it('purges finished executions of one principal with their steps, events, submissions and tasks, never running ones', async () => {
+        const store = await fresh();
+        await seed(
+          store,
+          execution({ execution_id: 'done', state: 'completed', completed_at: at(1000) }),
+          execution({ execution_id: 'live', state: 'running' }),
+          execution({ execution_id: 'bobs', principal: 'bob', state: 'completed', completed_at: at(1000) }),
+        );
+        await store.transaction(async (tx) => {
+          await tx.insertStep(step({ execution_id: 'done' }));
+          await tx.insertStep(step({ execution_id: 'live' }));
+          await tx.insertTelemetry({
+            event_type: 'x',
+            execution_id: 'done',
+            step_name: null,
+            agent_name: null,
+            metadata: null,
+          });
+          await tx.recordSubmission({
+            nonce: 'n1',
+            execution_id: 'done',
+            output_hash: 'h',
+            response: {},
+            created_at: T0,
+          });
+          await tx.insertTask(task({ task_id: 'run-task', run_id: 'done', status: 'completed' }));
+          await tx.insertTask(task({ task_id: 'live-task', run_id: 'live' }));
+        });
+        const filter = {
+          principal: 'local',
+          states: ['completed', 'failed', 'abandoned', 'diverged'] as const,
+        };
+        const dry = await store.transaction((tx) =>
+          tx.purgeHistory({ ...filter, states: [...filter.states], dry_run: true }),
+        );
+        expect(dry).toEqual({
+          executions: 1,
+          steps: 1,
+          artifacts: 0,
+          telemetry: 1,
+          submissions: 1,
+          tasks: 1,
+        });
+        expect(await store.getExecution('done')).toBeDefined();
+        const counts = await store.transaction((tx) =>
+          tx.purgeHistory({ ...filter, states: [...filter.states] }),
+        );
+        expect(counts).toEqual(dry);
+        expect(await store.getExecution('done')).toBeUndefined();
+        expect(await store.getSteps('done')).toEqual([]);
+        expect(await store.getTask('run-task')).toBeUndefined();
+        expect(await store.getExecution('live')).toBeDefined();
+        expect(await store.getTask('live-task')).toBeDefined();
+        expect(await store.getExecution('bobs')).toBeDefined();
+      });
+    });
+
+    describe('state machine', () => {
+      it('the database refuses every transition the state machine refuses, and unknown states', async () => {
+        const store = await fresh();
+        const pairs = EXECUTION_STATES.flatMap((from) => EXECUTION_STATES.map((to) => [from, to] as const));
+        await seed(
+          store,
+          ...pairs.map(([from, to]) => execution({ execution_id: `${from}-${to}`, state: from })),
+        );
+        const refused: string[] = [];
+        for (const [from, to] of pairs) {
+          const exec = execution({ execution_id: `${from}-${to}`, state: to });
+          const result = await store
+            .transaction((tx) => tx.updateExecution(exec))
+            .then(
+              () => 'ok',
+              (error: Error) => error.message,
+            );
+          if (result !== 'ok') {
+            expect(result).toMatch(/invalid state transition/);
+            refused.push(`${from}->${to}`);
+          }
+        }
+        const expected = pairs.filter(([from, to]) => from !== to && !canTransition(from, to));
+        expect(refused).toEqual(expected.map(([from, to]) => `${from}->${to}`));
+        await expect(
+          store.transaction((tx) =>
+            tx.updateExecution(execution({ execution_id: 'idle-idle', state: 'bogus' as never })),
+          ),
+        ).rejects.toThrow();
+        expect((await store.getExecution('idle-idle'))?.state).toBe('idle');
+      });
+    });
+
+    describe('transactions', () => {
+      it('a transaction that throws leaves nothing behind; one that returns keeps everything', async () => {
+        const store = await fresh();
+        const write = async (tx: StoreWriter, id: string) => {
+          await tx.pinDefinition(HASH, 'demo', '{}');
+          await tx.insertExecution(execution({ execution_id: id }));
+          await tx.insertStep(step({ execution_id: id }));
+          await tx.insertTelemetry({
+            event_type: 'e',
+            execution_id: id,
+            step_name: null,
+            agent_name: null,
+            metadata: null,
+          });
+          await tx.insertArtifact({
+            execution_id: id,
+            step_name: 'design',
+            artifact_type: 'data',
+            name: 'a',
+            content: 'c',
+            content_type: 'text/plain',
+            size_bytes: 1,
+            metadata: null,
+          });
+          await tx.recordSubmission({
+            nonce: `n-${id}`,
+            execution_id: id,
+            output_hash: 'h',
+            response: {},
+            created_at: T0,
+          });
+          // Reads inside the transaction see its own writes.
+          expect((await tx.getExecution(id))?.execution_id).toBe(id);
+          expect(await tx.getSteps(id)).toHaveLength(1);
+        };
+        await expect(
+          store.transaction(async (tx) => {
+            await write(tx, 'doomed');
+            throw new Error('changed my mind');
+          }),
+        ).rejects.toThrow('changed my mind');
+        expect(await store.getExecution('doomed')).toBeUndefined();
+        expect(await store.getDefinition(HASH)).toBeUndefined();
+        expect(await store.getSteps('doomed')).toEqual([]);
+        expect(await store.getArtifacts('doomed')).toEqual([]);
+        expect(await store.getTelemetry({ limit: 10 })).toEqual([]);
+        expect(await store.getSubmission('n-doomed')).toBeUndefined();
+
+        const result = await store.transaction(async (tx) => {
+          await write(tx, 'kept');
+          return 'result';
+        });
+        expect(result).toBe('result');
+        expect(await store.getSteps('kept')).toHaveLength(1);
+        expect(await store.getTelemetry({ limit: 10 })).toHaveLength(1);
+      });
+
+      it('two store instances racing a read-then-write (a lease claim): exactly one wins each round', async () => {
+        const store = await fresh();
+        const other = await ns.open();
+        await seed(store);
+        await store.transaction((tx) => tx.insertStep(step()));
+        const claim = (s: ExecutionStore, owner: string) =>
+          s.transaction(async (tx) => {
+            const row = await tx.getStep('exec-1', 1);
+            if (!row || row.lease_owner !== null) return false;
+            await tx.updateStep({
+              ...row,
+              attempts: row.attempts + 1,
+              lease_owner: owner,
+              lease_expires_at: at(60_000),
+            });
+            return true;
+          });
+        for (let round = 0; round < 3; round++) {
+          const results = await Promise.all(
+            Array.from({ length: 8 }, (_, i) => claim(i % 2 === 0 ? store : other, `w-${round}-${i}`)),
+          );
+          expect(results.filter(Boolean)).toHaveLength(1);
+          const row = await other.getStep('exec-1', 1);
+          expect(row?.attempts).toBe(round + 1);
+          expect(row?.lease_owner).toBe(`w-${round}-${results.indexOf(true)}`);
+          await store.transaction(async (tx) => {
+            const r = await tx.getStep('exec-1', 1);
+            if (r) await tx.updateStep({ ...r, lease_owner: null, lease_expires_at: null });
+          });
+        }
+      });
+
+      it('concurrent read-modify-write transactions from two instances lose no update', async () => {
+        const store = await fresh();
+        const other = await ns.open();
+        await seed(store);
+        const increments = 30;
+        await Promise.all(
+          Array.from({ length: increments }, (_, i) =>
+            (i % 2 === 0 ? store : other).transaction(async (tx) => {
+              const exec = await tx.getExecution('exec-1');
+              if (!exec) throw new Error('missing');
+              await tx.insertTelemetry({
+                event_type: 'tick',
+                execution_id: 'exec-1',
+                step_name: null,
+                agent_name: null,
+                metadata: { seen: exec.token_attempt },
+              });
+              await tx.updateExecution({ ...exec, token_attempt: exec.token_attempt + 1 });
+            }),
+          ),
+        );
+        expect((await store.getExecution('exec-1'))?.token_attempt).toBe(increments);
+        // Each transaction saw the value the previous one wrote: the effects never interleaved.
+        const seen = (await other.getTelemetry({ execution_id: 'exec-1', limit: 100 })).map(
+          (e) => e.metadata?.seen,
+        );
+        expect(seen).toEqual(Array.from({ length: increments }, (_, i) => i));
+      });
+
+      it('of many concurrent submissions of one token, exactly one advances; the rest replay or conflict', async () => {
+        const store = await fresh();
+        const other = await ns.open();
+        await seed(store);
+        // The service's check (src/executions/execution-service.ts `advance`), reduced to the store's part.
+        const submit = (s: ExecutionStore, outputHash: string) =>
+          s.transaction(async (tx) => {
+            const exec = await tx.getExecution('exec-1');
+            if (!exec) throw new Error('missing');
+            const recorded = await tx.getSubmission('n-1');
+            if (recorded)
+              return recorded.output_hash === outputHash ? `replay:${recorded.response}` : 'conflict';
+            if (exec.token_nonce !== 'n-1') return 'stale';
+            await tx.updateExecution({ ...exec, token_nonce: 'n-2', current_seq: exec.current_seq + 1 });
+            await tx.recordSubmission({
+              nonce: 'n-1',
+              execution_id: 'exec-1',
+              output_hash: outputHash,
+              response: `advanced-by-${outputHash}`,
+              created_at: T0,
+            });
+            return `advanced-by-${outputHash}`;
+          });
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            submit(i % 2 === 0 ? store : other, i % 4 < 2 ? 'same' : `diff-${i}`),
+          ),
+        );
+        const advanced = results.filter((r) => r.startsWith('advanced'));
+        expect(advanced).toHaveLength(1);
+        const winner = advanced[0] as string;
+        for (const [i, r] of results.entries()) {
+          if (r === winner) continue;
+          const hash = i % 4 < 2 ? 'same' : `diff-${i}`;
+          expect(r).toBe(winner === `advanced-by-${hash}` ? `replay:${winner}` : 'conflict');
+        }
+        expect((await store.getExecution('exec-1'))?.current_seq).toBe(2);
+      });
+    });
+
+    describe('migrations', () => {
+      it('brings a new store to the newest version, keeps data on reopen, and survives concurrent first opens', async () => {
+        ns = await adapter.fresh();
+        const [a, b] = await Promise.all([ns.open(), ns.open()]);
+        expect(await a.schemaVersion()).toBe(MIGRATIONS.length);
+        expect(await b.schemaVersion()).toBe(MIGRATIONS.length);
+        await seed(a);
+        const c = await ns.open();
+        expect(await c.schemaVersion()).toBe(MIGRATIONS.length);
+        expect((await c.getExecution('exec-1'))?.execution_id).toBe('exec-1');
+      });
+
+      it('refuses a store written by a newer version', async () => {
+        ns = await adapter.fresh();
+        await ns.open();
+        await ns.addFutureMigration();
+        await expect(ns.open()).rejects.toThrow(/newer workflowlookup \(schema version 99/);
+      });
+    });
+  });

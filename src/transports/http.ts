@@ -1,0 +1,470 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  hostHeaderValidation,
+  type NodeIncomingMessageLike,
+  NodeStreamableHTTPServerTransport,
+  originValidation,
+  toNodeHandler,
+  toWebRequest,
+} from '@modelcontextprotocol/node';
+import {
+  type AuthInfo,
+  bearerAuthChallengeResponse,
+  createMcpHandler,
+  getOAuthProtectedResourceMetadataUrl,
+  isInitializeRequest,
+  isJsonContentType,
+  isLegacyRequest,
+  type McpServer,
+  OAuthError,
+  OAuthErrorCode,
+  type Transport,
+} from '@modelcontextprotocol/server';
+import type { App } from '../app.js';
+import type { HttpSettings } from '../config.js';
+import { LOCAL_PRINCIPAL } from '../executions/execution-model.js';
+import { classify, ProtocolRules } from '../protocol/rules.js';
+import { hasScope, SCOPE_DESCRIPTIONS, SCOPES, scopeFor } from '../protocol/scopes.js';
+import type { ToolSwitch } from '../protocol/tool-switch.js';
+import { channelOf } from '../protocol/transport-channel.js';
+import { createAuthenticator } from './http-auth.js';
+import { RateLimiter } from './rate-limit.js';
+import { SessionEvents } from './session-events.js';
+import { toolAliases } from './stdio.js';
+
+/** Who a request comes from and what they may do. */
+export interface MountCaller {
+  principal: string;
+  scopes: readonly string[];
+}
+
+/** A token checked as the MCP endpoint checks it. */
+export interface VerifiedToken extends MountCaller {
+  /** When the token itself expires (seconds since the epoch); undefined for static tokens. */
+  expiresAt: number | undefined;
+  /** Names a static token, so what was opened with it can end with it (see MountContext.current). */
+  credential: string | undefined;
+}
+
+/**
+ * What a mounted handler gets besides the request: the caller when the transport knows it, and the
+ * means to authenticate the others itself.
+ */
+export interface MountContext {
+  /**
+   * The caller a valid `Authorization: Bearer` header names, or the local user with every scope when
+   * the server has no authentication; such requests were rate-limited already. Undefined when the
+   * request has no Authorization header (a browser): the mount authenticates it (a session cookie).
+   */
+  caller: MountCaller | undefined;
+  /** Whether callers must authenticate (WORKFLOWLOOKUP_AUTH is set). */
+  authRequired: boolean;
+  /** Checks a token with the endpoint's own authenticator; throws an OAuthError when it is not good. */
+  verify(token: string): Promise<VerifiedToken>;
+  /** Who a static token's credential acts as now; undefined once the token is removed. */
+  current(credential: string): MountCaller | undefined;
+  /** Takes one request from `key`'s budget (the per-principal rate limit): 0, or seconds to wait. */
+  take(key: string): number;
+  /** The endpoint as clients reach it (https: cookies must be Secure). */
+  publicUrl: URL;
+}
+
+/** Serves extra paths (the dashboard) behind the same Host/Origin guards, sharing the authentication. */
+export interface Mount {
+  handle(req: IncomingMessage, res: ServerResponse, context: MountContext): void | Promise<void>;
+  /** Ends what the mount keeps open (live streams); called first when the server closes. */
+  close?(): void | Promise<void>;
+}
+
+export interface RunningHttp {
+  /** The MCP endpoint as bound (the real port when 0 was asked for). */
+  url: string;
+  port: number;
+  /** Stops accepting, lets in-flight requests finish (up to `graceMs`), then ends streams and sessions. */
+  close(graceMs?: number): Promise<void>;
+}
+
+interface Session {
+  transport: NodeStreamableHTTPServerTransport;
+  server: McpServer;
+  principal: string;
+  lastSeen: number;
+}
+
+type Req = IncomingMessage & { auth?: AuthInfo };
+const like = (req: Req) => req as unknown as NodeIncomingMessageLike;
+const SESSION_IDLE_MS = 30 * 60_000;
+
+function json(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+const rpcError = (code: number, message: string, data?: unknown) => ({
+  jsonrpc: '2.0',
+  id: null,
+  error: { code, message, ...(data !== undefined ? { data } : {}) },
+});
+
+async function sendWeb(res: ServerResponse, response: Response): Promise<void> {
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  res.end(Buffer.from(await response.arrayBuffer()));
+}
+
+/** The body of a POST, or undefined past `max` bytes (the rest is not read). */
+async function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
+  if (Number(req.headers['content-length'] ?? 0) > max) return undefined;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > max) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function principalOf(auth: AuthInfo | undefined): string {
+  const p = auth?.extra?.principal;
+  return typeof p === 'string' ? p : LOCAL_PRINCIPAL;
+}
+
+/**
+ * Streamable HTTP on node:http, in both eras: 2025-11-25 sessions (initialize, Mcp-Session-Id, SSE
+ * streams with resumption, DELETE) and the stateless 2026-07-28 per-request envelope, through the SDK's
+ * transports. Every connection passes through the same protocol rules as stdio. In front of them:
+ * Host/Origin checks against DNS rebinding, bearer authentication (JWT or static tokens) with RFC 9728
+ * metadata, scopes per tool, a body limit and a rate limit per principal.
+ */
+export async function startHttp(
+  app: App,
+  settings: HttpSettings,
+  options: { mounts?: Record<string, Mount> } = {},
+): Promise<RunningHttp> {
+  const { log } = app;
+  const maxBody = app.config.maxMessageBytes;
+  const aliases = toolAliases(app);
+  const directMethods = new Set(app.runner.tools.map((t) => t.name));
+  const validateHost = hostHeaderValidation(settings.allowedHosts);
+  const validateOrigin = originValidation(settings.allowedOrigins);
+  const limiter = new RateLimiter(settings.rateLimit);
+  let publicUrl = new URL(settings.publicUrl);
+  let metadataUrl = getOAuthProtectedResourceMetadataUrl(publicUrl);
+  let authenticator = await createAuthenticator(settings, publicUrl);
+
+  /** The rules between a transport the SDK built (or we did) and the server it connects. */
+  const withRules = (server: McpServer, tools: ToolSwitch): McpServer => {
+    const connect = server.connect.bind(server);
+    server.connect = (transport: Transport) =>
+      connect(
+        new ProtocolRules({
+          channel: channelOf(transport),
+          directMethods,
+          aliases,
+          direct: (method, params, call) =>
+            app.runner.run(method, params, {
+              caller: { principal: principalOf(call.extra?.authInfo), signal: call.signal },
+              tools,
+            }),
+          ordered: false,
+          requireInitialize: false,
+          log,
+        }),
+      );
+    return server;
+  };
+
+  // 2026-07-28: one server per request, built by the SDK's handler (which answers the era checks itself).
+  const modern = createMcpHandler(
+    (ctx) => {
+      const tools = app.toolSwitch();
+      return withRules(
+        app.serverFactory({ principal: principalOf(ctx.authInfo), era: 'modern', tools }),
+        tools,
+      );
+    },
+    { legacy: 'reject', maxRequestBodySize: maxBody, onerror: (e) => log(`http: ${e.message}`) },
+  );
+  const modernNode = toNodeHandler(modern, { maxRequestBodySize: maxBody });
+
+  // 2025-11-25: sessions, each a transport and a server, bound to the principal that opened it.
+  const sessions = new Map<string, Session>();
+  const legacy = async (req: Req, res: ServerResponse, body: unknown, principal: string) => {
+    const sid = req.headers['mcp-session-id'];
+    if (typeof sid === 'string') {
+      const s = sessions.get(sid);
+      // Unknown, or another principal's: not found (never forbidden, which would confirm it exists).
+      if (s === undefined || s.principal !== principal) {
+        return json(res, 404, rpcError(-32001, 'Session not found'));
+      }
+      s.lastSeen = Date.now();
+      return s.transport.handleRequest(req, res, body);
+    }
+    if (req.method !== 'POST' || !isInitializeRequest(body)) {
+      // Seed 001's answers before initialize, as on stdio: ping works, anything else is refused.
+      const message = body as { id?: unknown; method?: unknown } | undefined;
+      if (message?.method === 'ping' && message.id !== undefined) {
+        return json(res, 200, { jsonrpc: '2.0', id: message.id, result: {} });
+      }
+      const method = typeof message?.method === 'string' ? message.method : undefined;
+      return json(res, 400, {
+        jsonrpc: '2.0',
+        id: message?.id ?? null,
+        error: {
+          code: -32600,
+          message: 'Server not initialized',
+          data: {
+            details: `send initialize before ${method ?? 'other requests'}`,
+            ...(method !== undefined ? { method } : {}),
+          },
+        },
+      });
+    }
+    if (sessions.size >= settings.maxSessions) {
+      return json(res, 503, rpcError(-32000, 'Too many open sessions; try again shortly'), {
+        'retry-after': '5',
+      });
+    }
+    const tools = app.toolSwitch();
+    const server = withRules(app.serverFactory({ principal, era: 'legacy', tools }), tools);
+    const transport = new NodeStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      eventStore: new SessionEvents(),
+      retryInterval: 1000,
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, server, principal, lastSeen: Date.now() });
+      },
+      onsessionclosed: (id) => {
+        sessions.delete(id);
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) sessions.delete(transport.sessionId);
+    };
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  };
+
+  const sweep = setInterval(() => {
+    const cutoff = Date.now() - SESSION_IDLE_MS;
+    for (const [id, s] of sessions) {
+      if (s.lastSeen >= cutoff) continue;
+      sessions.delete(id);
+      void s.transport.close().catch(() => undefined);
+    }
+  }, 60_000);
+  sweep.unref();
+
+  // Definitions changed: tell 2026 listeners through the handler, 2025 sessions on their streams.
+  const offChanged = app.onResourcesChanged(() => modern.notify.resourcesChanged());
+
+  const authenticate = async (req: Req, res: ServerResponse): Promise<string | undefined> => {
+    if (authenticator === undefined) return LOCAL_PRINCIPAL;
+    const header = req.headers.authorization;
+    try {
+      const match = /^Bearer ([^\s]+)$/i.exec(header ?? '');
+      if (!match) {
+        throw new OAuthError(
+          OAuthErrorCode.InvalidToken,
+          header ? 'the Authorization header must be "Bearer <token>"' : 'no bearer token',
+        );
+      }
+      const auth = { ...(await authenticator.verify(match[1] as string)), resourceMetadataUrl: metadataUrl };
+      req.auth = auth;
+      return principalOf(auth);
+    } catch (error) {
+      const challenge =
+        error instanceof OAuthError ? error : new OAuthError(OAuthErrorCode.InvalidToken, 'invalid token');
+      await sendWeb(res, bearerAuthChallengeResponse(challenge, { resourceMetadataUrl: metadataUrl }));
+      return undefined;
+    }
+  };
+
+  const mountContext = (caller: MountCaller | undefined): MountContext => ({
+    caller,
+    authRequired: authenticator !== undefined,
+    async verify(token) {
+      if (authenticator === undefined) throw new OAuthError(OAuthErrorCode.InvalidToken, 'no authentication');
+      const auth = await authenticator.verify(token);
+      const credential = auth.extra?.credential;
+      return {
+        principal: principalOf(auth),
+        scopes: auth.scopes,
+        // Static tokens do not expire (their AuthInfo carries a nominal hour); JWTs do.
+        expiresAt: settings.auth.mode === 'jwt' ? auth.expiresAt : undefined,
+        credential: typeof credential === 'string' ? credential : undefined,
+      };
+    },
+    current: (credential) => authenticator?.current?.(credential),
+    take: (key) => limiter.take(key),
+    publicUrl,
+  });
+
+  let inflight = 0;
+  let closing = false;
+  let drained: (() => void) | undefined;
+
+  const listener = async (req: Req, res: ServerResponse): Promise<void> => {
+    if (closing)
+      return json(res, 503, rpcError(-32000, 'The server is shutting down'), { connection: 'close' });
+    // DNS rebinding: a page elsewhere must not reach a local server through a hostile name.
+    if (!validateHost(req, res) || !validateOrigin(req, res)) return;
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (authenticator !== undefined && url.pathname.startsWith('/.well-known/oauth-protected-resource')) {
+      return json(res, 200, {
+        resource: publicUrl.href,
+        ...(settings.auth.mode === 'jwt' ? { authorization_servers: [settings.auth.issuer] } : {}),
+        scopes_supported: [...SCOPES],
+        bearer_methods_supported: ['header'],
+        resource_name: 'workflowlookup',
+        scope_descriptions: SCOPE_DESCRIPTIONS,
+      });
+    }
+    const mount = Object.entries(options.mounts ?? {}).find(
+      ([prefix]) => url.pathname === prefix || url.pathname.startsWith(`${prefix}/`),
+    );
+    if (url.pathname !== settings.path && mount === undefined) {
+      return json(res, 404, rpcError(-32601, `Not found: the MCP endpoint is ${settings.path}`));
+    }
+    // A browser cannot send a bearer token when it navigates: a mount authenticates those itself.
+    const bearer = authenticator === undefined || req.headers.authorization !== undefined;
+    if (mount !== undefined && !bearer) return mount[1].handle(req, res, mountContext(undefined));
+    const principal = await authenticate(req, res);
+    if (principal === undefined) return;
+    const wait = limiter.take(principal);
+    if (wait > 0) {
+      return json(res, 429, rpcError(-32000, `Too many requests; retry in ${wait} s`), {
+        'retry-after': String(wait),
+      });
+    }
+    if (mount !== undefined) {
+      const scopes = req.auth === undefined ? SCOPES : req.auth.scopes;
+      return mount[1].handle(req, res, mountContext({ principal, scopes }));
+    }
+
+    let body: unknown;
+    if (req.method === 'POST') {
+      if (!isJsonContentType(req.headers['content-type'] ?? null)) {
+        return json(
+          res,
+          415,
+          rpcError(-32000, 'Unsupported Media Type: Content-Type must be application/json'),
+        );
+      }
+      const text = await readBody(req, maxBody);
+      if (text === undefined) {
+        return json(
+          res,
+          413,
+          rpcError(-32600, 'Invalid Request', { details: `the body exceeds ${maxBody} bytes` }),
+        );
+      }
+      try {
+        body = JSON.parse(text);
+      } catch (error) {
+        return json(
+          res,
+          400,
+          rpcError(-32700, 'Parse error', { details: (error as Error).message.slice(0, 200) }),
+        );
+      }
+      // The same checks stdio makes, so a malformed message gets the same JSON-RPC error on both
+      // (HTTP 400 instead of the SDK's generic one); `"params": null` becomes absent here too.
+      const verdict = classify(body);
+      if (verdict.kind === 'reply') {
+        return json(res, 400, { jsonrpc: '2.0', id: verdict.id, error: verdict.error });
+      }
+      if (verdict.kind === 'drop') return json(res, 202, {});
+      if (req.auth !== undefined) {
+        for (const message of Array.isArray(body) ? body : [body]) {
+          const needed = scopeFor(message, aliases);
+          if (!hasScope(req.auth.scopes, needed)) {
+            return sendWeb(
+              res,
+              bearerAuthChallengeResponse(
+                new OAuthError(OAuthErrorCode.InsufficientScope, `this call needs the "${needed}" scope`),
+                { requiredScopes: [needed], resourceMetadataUrl: metadataUrl },
+              ),
+            );
+          }
+        }
+      }
+    }
+    const isLegacy =
+      req.method !== 'POST' || (await isLegacyRequest(await toWebRequest(like(req), body), body));
+    if (isLegacy) return legacy(req, res, body, principal);
+    return modernNode(like(req), res, body);
+  };
+
+  const http: Server = createServer((req, res) => {
+    // A GET holds a notification stream open for as long as the client wants: not work to wait for.
+    const counted = req.method !== 'GET';
+    if (counted) inflight++;
+    listener(req as Req, res)
+      .catch((error: unknown) => {
+        log(`http: ${(error as Error).stack ?? String(error)}`);
+        json(res, 500, rpcError(-32603, 'Internal error'));
+      })
+      .finally(() => {
+        if (!counted) return;
+        inflight--;
+        if (inflight === 0) drained?.();
+      });
+  });
+  http.on('clientError', (_error, socket) => socket.destroy());
+
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(settings.port, settings.host, () => {
+      http.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (http.address() as AddressInfo).port;
+  if (settings.port === 0 && !app.config.env.WORKFLOWLOOKUP_PUBLIC_URL) {
+    // An ephemeral port is only known now; the resource the tokens name follows it.
+    publicUrl = new URL(publicUrl.href.replace(/:0(?=\/)/, `:${port}`));
+    metadataUrl = getOAuthProtectedResourceMetadataUrl(publicUrl);
+    authenticator = await createAuthenticator(settings, publicUrl);
+  }
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
+
+  return {
+    url: `http://${host}:${port}${settings.path}`,
+    port,
+    async close(graceMs = 10_000) {
+      closing = true;
+      clearInterval(sweep);
+      offChanged();
+      // Mounts first: their live streams never end by themselves.
+      await Promise.allSettled(Object.values(options.mounts ?? {}).map(async (m) => m.close?.()));
+      const stopped = new Promise<void>((resolve) => http.close(() => resolve()));
+      // In-flight requests finish first (up to the grace period); then streams and sessions end.
+      if (inflight > 0) {
+        await new Promise<void>((resolve) => {
+          drained = resolve;
+          setTimeout(resolve, graceMs).unref();
+        });
+      }
+      await modern.close();
+      await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
+      sessions.clear();
+      http.closeIdleConnections();
+      const force = setTimeout(() => http.closeAllConnections(), 1000);
+      force.unref();
+      await stopped;
+      clearTimeout(force);
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import type { App } from '../app.js';
+import { localCaller } from '../executions/execution-model.js';
+import { ProtocolRules } from '../protocol/rules.js';
+import { StdioFraming } from './stdio-framing.js';
+
+/** Dotted tool names (seeds 003/004) and other aliases, from the tool definitions. */
+export function toolAliases(app: App): Record<string, string> {
+  return Object.fromEntries(app.runner.tools.flatMap((t) => (t.aliases ?? []).map((a) => [a, t.name])));
+}
+
+/**
+ * Serves the app on a pair of streams (stdin/stdout by default) until `shutdown`, end of input or
+ * `stop()`. Resolves `done` when the connection ended and the app was closed; what happens to the
+ * process is the caller's decision.
+ */
+export function serveAppOnStdio(
+  app: App,
+  options: {
+    stdin?: NodeJS.ReadableStream;
+    stdout?: NodeJS.WritableStream;
+    /** Close the app when the connection ends (false when another transport still serves it). */
+    closeApp?: boolean;
+  } = {},
+): { done: Promise<void>; stop: () => void } {
+  const stdin = options.stdin ?? process.stdin;
+  const stdout = options.stdout ?? process.stdout;
+  let finish: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    void rules
+      .close()
+      .then(() => (options.closeApp === false ? undefined : app.close()))
+      .then(finish, (error: unknown) => {
+        app.log(`shutdown: ${String(error)}`);
+        finish();
+      });
+  };
+  const tools = app.toolSwitch();
+  const rules = new ProtocolRules({
+    channel: new StdioFraming(stdin, stdout, app.config.maxMessageBytes),
+    directMethods: new Set(app.runner.tools.map((t) => t.name)),
+    aliases: toolAliases(app),
+    direct: (method, params, call) =>
+      app.runner.run(method, params, {
+        caller: { ...localCaller(), signal: call.signal, onNetworkWait: call.detach },
+        tools,
+      }),
+    ordered: true,
+    requireInitialize: true,
+    onExit: stop,
+    onInitialized: () => setImmediate(app.warmUp),
+    log: app.log,
+  });
+  serveStdio((ctx) => app.serverFactory({ detach: (id) => rules.detach(id), era: ctx.era, tools }), {
+    transport: rules,
+    onerror: (error) => app.log(`protocol: ${error.message}`),
+  });
+  return { done, stop };
+}

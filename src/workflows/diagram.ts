@@ -1,0 +1,248 @@
+/**
+ * A workflow definition as a graph (nodes, edges, loop clusters), and that graph as Mermaid text.
+ * The dashboard's SVG and `workflow_get view=diagram` are both drawn from this one model, so the
+ * picture a person sees and the text an agent gets always agree.
+ */
+import {
+  type CommandStep,
+  type Condition,
+  isCommandStep,
+  isLoopStep,
+  type LoopStep,
+  type Step,
+  type Workflow,
+} from '../model/workflow.js';
+
+export type DiagramNodeKind = 'start' | 'inputs' | 'prompt' | 'command' | 'loop' | 'end';
+
+/** next: always taken; cond: taken when the target's runCondition holds; skip: taken when it does not;
+ * back: to the loop for the next iteration; exit: out of a loop. */
+export type DiagramEdgeKind = 'next' | 'cond' | 'skip' | 'back' | 'exit';
+
+export interface DiagramNode {
+  id: string;
+  kind: DiagramNodeKind;
+  title: string;
+  /** The step id, for step nodes (what live pages match execution state against). */
+  step?: string;
+  /** A second line: persona, command, loop rule or input names. */
+  detail?: string;
+  /** The loop cluster the node belongs to. */
+  parent?: string;
+}
+
+export interface DiagramEdge {
+  from: string;
+  to: string;
+  kind: DiagramEdgeKind;
+  label?: string;
+}
+
+export interface DiagramCluster {
+  id: string;
+  /** The loop step whose body the cluster holds. */
+  loop: string;
+  title: string;
+  children: string[];
+}
+
+export interface WorkflowDiagram {
+  nodes: DiagramNode[];
+  edges: DiagramEdge[];
+  clusters: DiagramCluster[];
+}
+
+const literal = (value: unknown) => JSON.stringify(value) ?? 'undefined';
+
+/** A condition in one line, e.g. `taskScope == "large" and not (done)`. */
+export function conditionText(condition: Condition): string {
+  const wrap = (c: Condition) => ('and' in c || 'or' in c ? `(${conditionText(c)})` : conditionText(c));
+  if ('and' in condition) return condition.and.map(wrap).join(' and ');
+  if ('or' in condition) return condition.or.map(wrap).join(' or ');
+  if ('not' in condition) return `not ${wrap(condition.not)}`;
+  const parts: string[] = [];
+  const v = condition.var;
+  if ('equals' in condition) parts.push(`${v} == ${literal(condition.equals)}`);
+  if ('not_equals' in condition) parts.push(`${v} != ${literal(condition.not_equals)}`);
+  for (const [key, op] of [
+    ['gt', '>'],
+    ['gte', '>='],
+    ['lt', '<'],
+    ['lte', '<='],
+  ] as const) {
+    const bound = condition[key];
+    if (bound !== undefined) parts.push(`${v} ${op} ${bound}`);
+  }
+  return parts.length > 0 ? parts.join(' and ') : v;
+}
+
+function loopText(step: LoopStep): string {
+  const { loop } = step;
+  const max = `max ${loop.maxIterations}`;
+  switch (loop.type) {
+    case 'while':
+      return `while ${conditionText(loop.condition)} (${max})`;
+    case 'until':
+      return `until ${conditionText(loop.condition)} (${max})`;
+    case 'for':
+      return `${loop.count} times (${max})`;
+    case 'forEach':
+      return `each ${loop.itemVar ?? 'currentItem'} in ${loop.items} (${max})`;
+  }
+}
+
+function commandText(step: CommandStep): string {
+  return `run ${step.run}${step.repeat ? `, poll until ${conditionText(step.repeat.until)}` : ''}`;
+}
+
+/** The graph of a (valid) workflow definition. */
+export function workflowDiagram(workflow: Workflow): WorkflowDiagram {
+  const nodes: DiagramNode[] = [];
+  const edges: DiagramEdge[] = [];
+  const clusters: DiagramCluster[] = [];
+  const edge = (from: string, to: string, kind: DiagramEdgeKind, label?: string) =>
+    edges.push(label === undefined ? { from, to, kind } : { from, to, kind, label });
+  const stepNode = (step: Step, parent?: string): string => {
+    const id = `s:${step.id}`;
+    const node: DiagramNode = {
+      id,
+      kind: isLoopStep(step) ? 'loop' : isCommandStep(step) ? 'command' : 'prompt',
+      title: step.title,
+      step: step.id,
+    };
+    const detail = isLoopStep(step)
+      ? loopText(step)
+      : isCommandStep(step)
+        ? commandText(step)
+        : step.agent !== undefined
+          ? `agent: ${step.agent}`
+          : undefined;
+    if (detail !== undefined) node.detail = detail;
+    if (parent !== undefined) node.parent = parent;
+    nodes.push(node);
+    return id;
+  };
+
+  // A step named as a loop body runs only inside its loop.
+  const bodyRefs = new Set(
+    workflow.steps.flatMap((s) => (isLoopStep(s) && typeof s.body === 'string' ? [s.body] : [])),
+  );
+  const byId = new Map(workflow.steps.map((s) => [s.id, s]));
+
+  // Flow starts at the inputs, or at a start node, so a first step's runCondition has an edge to sit on.
+  let previous: string;
+  if (workflow.inputs !== undefined && Object.keys(workflow.inputs).length > 0) {
+    const names = Object.entries(workflow.inputs).map(([name, spec]) => (spec.required ? `${name}*` : name));
+    previous = 'inputs';
+    nodes.push({ id: 'inputs', kind: 'inputs', title: 'inputs', detail: names.join(', ') });
+  } else {
+    previous = 'start';
+    nodes.push({ id: 'start', kind: 'start', title: 'start' });
+  }
+  // Where flow goes when a conditional step is skipped: from its predecessor to whatever comes next.
+  let skipping: string[] = [];
+  let leavingLoop = false;
+  const enter = (to: string, condition: Condition | undefined) => {
+    if (condition !== undefined) {
+      edge(previous, to, 'cond', `${leavingLoop ? 'exit, ' : ''}if ${conditionText(condition)}`);
+    } else {
+      edge(previous, to, leavingLoop ? 'exit' : 'next', leavingLoop ? 'exit' : undefined);
+    }
+    for (const from of skipping) edge(from, to, 'skip', 'skip');
+    skipping = condition !== undefined ? [previous] : [];
+  };
+
+  for (const step of workflow.steps) {
+    if (bodyRefs.has(step.id)) continue;
+    const id = stepNode(step);
+    enter(id, step.runCondition);
+    previous = id;
+    leavingLoop = false;
+    if (!isLoopStep(step)) continue;
+    const body =
+      typeof step.body === 'string' ? [byId.get(step.body)].filter((s) => s !== undefined) : step.body;
+    const cluster: DiagramCluster = {
+      id: `c:${step.id}`,
+      loop: step.id,
+      title: `loop ${step.id}`,
+      children: [],
+    };
+    clusters.push(cluster);
+    let inner = id;
+    let innerSkips: string[] = [];
+    body.forEach((bodyStep, i) => {
+      const child = stepNode(bodyStep, cluster.id);
+      cluster.children.push(child);
+      const condition = bodyStep.runCondition;
+      if (condition !== undefined) edge(inner, child, 'cond', `if ${conditionText(condition)}`);
+      else edge(inner, child, 'next', i === 0 ? 'iterate' : undefined);
+      for (const from of innerSkips) edge(from, child, 'skip', 'skip');
+      innerSkips = condition !== undefined ? [inner] : [];
+      inner = child;
+    });
+    edge(inner, id, 'back', 'next iteration');
+    for (const from of innerSkips) edge(from, id, 'back', 'skip, next iteration');
+    leavingLoop = true;
+  }
+  nodes.push({ id: 'end', kind: 'end', title: 'done' });
+  enter('end', undefined);
+  return { nodes, edges, clusters };
+}
+
+// Mermaid entity codes (`#34;`) are decoded by Mermaid and never read as syntax or markup.
+const mermaidText = (s: string) =>
+  s.replace(/\s+/g, ' ').replace(/[#"<>&*_`[\]{}()|;\\]/g, (c) => `#${c.charCodeAt(0)};`);
+
+const SHAPES: Record<DiagramNodeKind, (label: string) => string> = {
+  start: (t) => `(("${t}"))`,
+  inputs: (t) => `[/"${t}"/]`,
+  prompt: (t) => `["${t}"]`,
+  command: (t) => `[["${t}"]]`,
+  loop: (t) => `{{"${t}"}}`,
+  end: (t) => `((("${t}")))`,
+};
+const ARROWS: Record<DiagramEdgeKind, string> = {
+  next: '-->',
+  cond: '-->',
+  exit: '-->',
+  skip: '-.->',
+  back: '-.->',
+};
+
+/** Mermaid flowchart text of a diagram: renders in Markdown viewers (GitHub, IDEs) and mermaid.js. */
+export function toMermaid(diagram: WorkflowDiagram): string {
+  // Step ids contain '-', which Mermaid reads as an edge: use positional ids.
+  const ids = new Map(diagram.nodes.map((n, i) => [n.id, `n${i}`]));
+  const nodeLine = (n: DiagramNode) => {
+    const lines = n.step !== undefined ? [n.step, n.title] : [n.title];
+    if (n.detail !== undefined) lines.push(n.detail);
+    return `${ids.get(n.id)}${SHAPES[n.kind](lines.map(mermaidText).join('<br/>'))}`;
+  };
+  const out = ['flowchart TD'];
+  const clustered = new Set(diagram.clusters.flatMap((c) => c.children));
+  for (const n of diagram.nodes) if (!clustered.has(n.id)) out.push(`  ${nodeLine(n)}`);
+  const byId = new Map(diagram.nodes.map((n) => [n.id, n]));
+  diagram.clusters.forEach((c, i) => {
+    out.push(`  subgraph c${i} ["${mermaidText(c.title)}"]`);
+    for (const child of c.children) {
+      const n = byId.get(child);
+      if (n) out.push(`    ${nodeLine(n)}`);
+    }
+    out.push('  end');
+  });
+  for (const e of diagram.edges) {
+    const label = e.label !== undefined ? `|"${mermaidText(e.label)}"|` : '';
+    out.push(`  ${ids.get(e.from)} ${ARROWS[e.kind]}${label} ${ids.get(e.to)}`);
+  }
+  for (const kind of ['command', 'loop'] as const) {
+    const members = diagram.nodes.filter((n) => n.kind === kind).map((n) => ids.get(n.id));
+    if (members.length === 0) continue;
+    out.push(
+      kind === 'command'
+        ? '  classDef command fill:#eff6ff,stroke:#3b82f6'
+        : '  classDef loop fill:#fff7ed,stroke:#d97706',
+    );
+    out.push(`  class ${members.join(',')} ${kind}`);
+  }
+  return `${out.join('\n')}\n`;
+}

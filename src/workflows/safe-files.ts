@@ -1,0 +1,118 @@
+import { constants, type Stats } from 'node:fs';
+import { lstat, open, readlink, realpath, stat } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, sep } from 'node:path';
+
+/**
+ * Reading files out of a source directory (workflows, personas) without ever following a link that
+ * leaves it. A source may be a cloned repository, and a link in it could otherwise make the server
+ * read and echo any file it can open (its own token secret, /etc/passwd).
+ */
+
+/** Whether `path` lies strictly inside `root` (both already resolved). */
+export function isInside(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
+}
+
+export type Resolved =
+  | { kind: 'file'; path: string; info: Stats }
+  /** A symbolic link whose target lies outside the directory: never followed. */
+  | { kind: 'outside' }
+  /** Gone, a dangling link, or not a regular file (directory, FIFO, device). */
+  | { kind: 'skip' };
+
+/** The real directory behind a source path (the directory itself may be a link), or undefined. */
+export async function realDir(dir: string): Promise<string | undefined> {
+  try {
+    return await realpath(dir);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Where the entry `name` of the real directory `root` leads, checked with lstat and realpath. */
+export async function resolveInside(root: string, name: string): Promise<Resolved> {
+  const path = join(root, name);
+  let info: Stats;
+  try {
+    info = await lstat(path);
+  } catch {
+    return { kind: 'skip' };
+  }
+  if (info.isSymbolicLink()) {
+    let target: string;
+    try {
+      target = await realpath(path);
+    } catch {
+      return { kind: 'skip' };
+    }
+    if (!isInside(root, target)) return { kind: 'outside' };
+    try {
+      info = await stat(target);
+    } catch {
+      return { kind: 'skip' };
+    }
+    return info.isFile() ? { kind: 'file', path: target, info } : { kind: 'skip' };
+  }
+  return info.isFile() ? { kind: 'file', path, info } : { kind: 'skip' };
+}
+
+export class UnsafeFileError extends Error {
+  constructor(
+    message: string,
+    readonly reason: 'outside' | 'not-file' | 'too-large' | 'changed',
+  ) {
+    super(message);
+    this.name = 'UnsafeFileError';
+  }
+}
+
+// Not every platform has these flags (Windows has neither); 0 leaves them out.
+const NO_FOLLOW = constants.O_NOFOLLOW ?? 0;
+const NON_BLOCKING = constants.O_NONBLOCK ?? 0;
+
+/**
+ * Reads a file that `resolveInside` returned, refusing a link swapped in since the check: the final
+ * component is opened with O_NOFOLLOW (and O_NONBLOCK, so a FIFO cannot hang the read), the handle
+ * must be a regular file, and when the path runs through a subdirectory (a link resolved into one)
+ * the handle's real path must still be inside `root` (checked on Linux, through /proc).
+ */
+export async function readInside(root: string, path: string, maxBytes: number): Promise<Buffer> {
+  if (!isInside(root, path)) throw new UnsafeFileError(`${path} is outside ${root}`, 'outside');
+  const handle = await open(path, constants.O_RDONLY | NO_FOLLOW | NON_BLOCKING);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new UnsafeFileError(`${path} is not a regular file`, 'not-file');
+    if (process.platform === 'linux' && dirname(path) !== root) {
+      const opened = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+      if (opened !== undefined && !isInside(root, opened))
+        throw new UnsafeFileError(`${path} now leads outside ${root}`, 'outside');
+    }
+    if (info.size > maxBytes)
+      throw new UnsafeFileError(`${path} is larger than ${maxBytes} bytes`, 'too-large');
+    // Read what fstat promised, plus one byte to notice a file that grew since.
+    const buffer = Buffer.alloc(info.size + 1);
+    let length = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+      if (length === buffer.length) throw new UnsafeFileError(`${path} changed while it was read`, 'changed');
+    }
+    return buffer.subarray(0, length);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Resolves and reads `name` in the source directory `dir` in one go (for re-reading a known file). */
+export async function readSourceFile(dir: string, name: string, maxBytes: number): Promise<Buffer> {
+  const root = await realDir(dir);
+  if (root === undefined) throw new UnsafeFileError(`${dir} does not exist`, 'not-file');
+  const resolved = await resolveInside(root, name);
+  if (resolved.kind === 'outside')
+    throw new UnsafeFileError(`${join(dir, name)} links outside its source directory`, 'outside');
+  if (resolved.kind === 'skip')
+    throw new UnsafeFileError(`${join(dir, name)} is not a readable file`, 'not-file');
+  return readInside(root, resolved.path, maxBytes);
+}

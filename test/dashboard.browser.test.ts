@@ -1,0 +1,353 @@
+// The dashboard and the MCP App view in a real browser: Debian's chromium driven by playwright-core,
+// one browser for the whole file, tests in order. `.ci/run` installs chromium when it is missing.
+import { cpSync, existsSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { EXTENSION_ID, RESOURCE_MIME_TYPE } from '@modelcontextprotocol/ext-apps/server';
+import { build } from 'esbuild';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DashboardProcess, startDashboard } from './helpers/dashboard.js';
+import { CLI, callTool, FIXTURES, ROOT, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
+
+type Json = Record<string, any>;
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">';
+
+let sb: Sandbox;
+let client: Client;
+let dash: DashboardProcess;
+let browser: Browser;
+/** Screenshots for looking at a failure: written only when WORKFLOWLOOKUP_TEST_SHOTS names a directory. */
+const shotsDir = process.env.WORKFLOWLOOKUP_TEST_SHOTS;
+const shot = async (page: Page, name: string) => {
+  if (shotsDir) await page.screenshot({ path: join(shotsDir, `${name}.png`), fullPage: true });
+};
+
+const call = (name: string, args: Json) => callTool(client, name, args);
+
+/** A page that records errors and CSP violations (the init script runs outside the page's CSP). */
+async function open(url: string): Promise<{ page: Page; problems: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+  });
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => {
+      console.error(`CSP violation: ${e.effectiveDirective} ${e.blockedURI} in ${location.href}`);
+    });
+  });
+  await page.goto(url);
+  return { page, problems };
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `${CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium) or set CHROMIUM_PATH`,
+    );
+  }
+  sb = sandbox();
+  for (const f of ['durable-demo.yaml', 'loops-demo.yaml']) {
+    cpSync(join(FIXTURES, 'valid', f), join(sb.runtime, f));
+  }
+  // Workflow text is written by agents too: a hostile title and step title must stay text.
+  writeFileSync(
+    join(sb.runtime, 'hostile.json'),
+    JSON.stringify({
+      id: 'hostile',
+      name: `Hostile ${XSS}`,
+      description: XSS,
+      version: '1.0.0',
+      steps: [{ id: 'evil', title: XSS, prompt: 'p' }],
+    }),
+  );
+  sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
+  client = new Client(
+    { name: 'browser-test-host', version: '1.0.0' },
+    { capabilities: { extensions: { [EXTENSION_ID]: { mimeTypes: [RESOURCE_MIME_TYPE] } } } },
+  );
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI],
+      env: sb.env,
+      cwd: sb.project,
+      stderr: 'pipe',
+    }),
+  );
+  dash = await startDashboard(sb);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await dash?.stop();
+  await client?.close();
+  sb?.cleanup();
+});
+
+describe('dashboard in a browser', () => {
+  it('list → open an execution → it advances live while a client calls workflow_next_step → pause → the state changes', async () => {
+    const started = await call('workflow_start', { workflow_name: 'durable-demo' });
+    const id = started.execution_id as string;
+    const { page, problems } = await open(dash.url);
+    await expect.poll(() => page.locator('#live-status').textContent()).toBe('live');
+    await shot(page, 'list');
+    await page.click(`a[href="/executions/${id}"]`);
+    await page.waitForURL(`**/executions/${id}`);
+    await expect.poll(() => page.locator('#live-status').textContent()).toBe('live');
+    await page.evaluate(() => {
+      (window as unknown as { stayed: boolean }).stayed = true;
+    });
+    expect(await page.locator('g[data-step="design"]').getAttribute('class')).toContain('is-current');
+
+    await call('workflow_next_step', {
+      token: tokenOf(started),
+      output: {
+        summary: 'The design: a queue.',
+        artifacts: [{ type: 'report', name: 'd.md', content: '# D', content_type: 'text/markdown' }],
+      },
+    });
+    await expect
+      .poll(() => page.locator('g[data-step="implement"]').getAttribute('class'), { timeout: 10_000 })
+      .toContain('is-current');
+    expect(await page.locator('g[data-step="design"]').getAttribute('class')).toContain('is-done');
+    expect(await page.locator('#current-step').textContent()).toContain('implement');
+    expect(await page.locator('table.timeline tr.step-row').count()).toBe(2);
+    expect(await page.locator('#artifacts h1').textContent()).toBe('D');
+    // Updated in place: the same document, no reload.
+    expect(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed)).toBe(true);
+    await shot(page, 'execution');
+
+    await page.click('a.action-pause');
+    await page.waitForSelector('form.confirm');
+    await page.fill('form.confirm input[name="reason"]', 'checking something');
+    await page.click('form.confirm button[type="submit"]');
+    await page.waitForURL((url) => url.pathname === `/executions/${id}` && url.search === '?notice=paused');
+    expect(await page.locator('#state').textContent()).toContain('paused');
+    expect(await page.locator('#state').textContent()).toContain('checking something');
+    expect(await page.locator('.notice').textContent()).toBe('The execution is paused.');
+    const refused = await call('workflow_next_step', { token: 'x', output: { summary: 'y' } });
+    expect(refused.error).toBeDefined();
+    const status = await call('workflow_executions', { states: ['paused'] });
+    expect(status.executions.map((e: Json) => e.execution_id)).toContain(id);
+
+    // Resumed elsewhere: the open page follows.
+    await call('workflow_set_state', { execution_id: id, state: 'running' });
+    await expect.poll(() => page.locator('#state').textContent(), { timeout: 10_000 }).toContain('running');
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it('the executions list follows new executions without a reload', async () => {
+    const { page, problems } = await open(`${dash.url}?state=running`);
+    await expect.poll(() => page.locator('#live-status').textContent()).toBe('live');
+    const before = await page.locator('tr[data-execution]').count();
+    const started = await call('workflow_start', { workflow_name: 'loops-demo' });
+    await expect
+      .poll(() => page.locator(`tr[data-execution="${started.execution_id}"]`).count(), { timeout: 10_000 })
+      .toBe(1);
+    expect(await page.locator('tr[data-execution]').count()).toBe(before + 1);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it('draws a workflow diagram: an SVG with one node per step, and copies its Mermaid text', async () => {
+    const { page, problems } = await open(`${dash.url}workflows/loops-demo`);
+    const svg = page.locator('svg.wf-diagram');
+    expect(await svg.count()).toBe(1);
+    const box = await svg.boundingBox();
+    expect(box?.width).toBeGreaterThan(100);
+    expect(box?.height).toBeGreaterThan(300);
+    const steps = await page
+      .locator('svg.wf-diagram g.wf-node[data-step]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-step')));
+    expect(steps.sort()).toEqual(
+      [
+        'intro',
+        'retry-loop',
+        'fix',
+        'run-tests',
+        'files-loop',
+        'review-file',
+        'count-loop',
+        'draft',
+        'while-loop',
+        'polish',
+        'outro',
+      ].sort(),
+    );
+    // Styled by the external stylesheet (CSP allows no inline style): loop nodes are filled.
+    const fill = await page
+      .locator('g.wf-loop > polygon')
+      .first()
+      .evaluate((e) => getComputedStyle(e).fill);
+    expect(fill).toBe('rgb(255, 247, 237)');
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    await page.click('button[data-copy="mermaid"]');
+    await expect.poll(() => page.locator('button[data-copy="mermaid"]').textContent()).toBe('Copied');
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toMatch(/^flowchart TD\n/);
+    await shot(page, 'workflow');
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
+
+  it('shows <script> in outputs, artifacts and workflow text as text, and runs none of it', async () => {
+    const started = await call('workflow_start', { workflow_name: 'durable-demo' });
+    await call('workflow_next_step', {
+      token: tokenOf(started),
+      output: {
+        summary: `design ${XSS}`,
+        findings: [XSS],
+        artifacts: [
+          {
+            type: 'report',
+            name: 'x.md',
+            content: `# ${XSS}\n\n[click](javascript:window.__xss=3)`,
+            content_type: 'text/markdown',
+          },
+          {
+            type: 'data',
+            name: 'x.json',
+            content: JSON.stringify({ html: XSS }),
+            content_type: 'application/json',
+          },
+          { type: 'file', name: 'x.html', content: XSS, content_type: 'text/html' },
+        ],
+        context: { note: XSS },
+      },
+    });
+    for (const path of [`executions/${started.execution_id}`, 'workflows/hostile', 'workflows']) {
+      const { page, problems } = await open(`${dash.url}${path}`);
+      await page.waitForLoadState('load');
+      await page.waitForTimeout(200);
+      expect(
+        await page.evaluate(() => (window as unknown as { __xss?: number }).__xss),
+        path,
+      ).toBeUndefined();
+      expect(await page.evaluate(() => document.scripts.length), path).toBe(1);
+      expect(await page.locator('img').count(), path).toBe(0);
+      expect(await page.locator('a[href^="javascript:"]').count(), path).toBe(0);
+      expect(await page.locator('body').innerText(), path).toContain('<script>window.__xss = 1</script>');
+      expect(problems, path).toEqual([]);
+      await page.context().close();
+    }
+  });
+});
+
+describe('MCP App view in a host', () => {
+  let server: Server;
+  let hostUrl: string;
+  let toolCall: { arguments: Json; result: unknown };
+
+  beforeAll(async () => {
+    const bundle = await build({
+      entryPoints: [join(ROOT, 'test', 'helpers', 'app-host.ts')],
+      bundle: true,
+      write: false,
+      format: 'esm',
+      platform: 'browser',
+      target: 'es2022',
+      logLevel: 'silent',
+    });
+    const hostJs = bundle.outputFiles[0]?.text ?? '';
+    // The view runs in a srcdoc iframe, which inherits this page's CSP: the spec's default for views
+    // (no network, no eval), plus connect-src 'self' for the test host's own /rpc.
+    const csp =
+      "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; media-src 'self' data:; connect-src 'self'";
+    server = createServer(async (req, res) => {
+      if (req.url === '/') {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': csp });
+        res.end(
+          '<!doctype html><html><head><meta charset="utf-8"><script type="module" src="/host.js"></script></head><body></body></html>',
+        );
+        return;
+      }
+      if (req.url === '/host.js') {
+        res.writeHead(200, { 'content-type': 'text/javascript' });
+        res.end(hostJs);
+        return;
+      }
+      if (req.url !== '/rpc' || req.method !== 'POST') {
+        // favicon.ico and the like
+        res.writeHead(404).end();
+        return;
+      }
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      const { method, params } = JSON.parse(body) as { method: string; params: Json };
+      let out: { result?: unknown; error?: string };
+      try {
+        out = {
+          result:
+            method === 'resources/read'
+              ? await client.readResource(params as { uri: string })
+              : method === 'tools/call'
+                ? await client.callTool(params as { name: string; arguments: Json })
+                : toolCall,
+        };
+      } catch (error) {
+        out = { error: String(error) };
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(out));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    hostUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  });
+
+  afterAll(async () => {
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  it('renders the progress of the execution a tool returned, and follows it as it advances', async () => {
+    const args = { workflow_name: 'durable-demo' };
+    const result = await client.callTool({ name: 'workflow_start', arguments: args });
+    const started = result.structuredContent as Json;
+    toolCall = { arguments: args, result };
+    const { page, problems } = await open(hostUrl);
+    const view = page.frameLocator('iframe');
+    await expect.poll(() => view.locator('li[data-step]').count(), { timeout: 10_000 }).toBe(4);
+    expect(await view.locator('#title').textContent()).toBe('Durable execution demo');
+    expect(await view.locator('#state').textContent()).toBe('running');
+    expect(await view.locator('li.current').getAttribute('data-step')).toBe('design');
+    expect(await view.locator('#counts').textContent()).toBe('0 of 4 done, 4 to go');
+
+    const failed = await call('workflow_next_step', { token: tokenOf(started), output: { summary: 'no' } });
+    await expect
+      .poll(() => view.locator('#validation').textContent(), { timeout: 10_000 })
+      .toContain('The summary must describe the design');
+    await call('workflow_next_step', { token: tokenOf(failed), output: { summary: 'a design' } });
+    await expect
+      .poll(() => view.locator('li.current').getAttribute('data-step'), { timeout: 10_000 })
+      .toBe('implement');
+    expect(await view.locator('li.done').getAttribute('data-step')).toBe('design');
+    expect(await view.locator('#counts').textContent()).toBe('1 of 4 done, 3 to go');
+    await shot(page, 'app-view');
+
+    const log = await page.evaluate(() => window.hostLog);
+    expect(log.slice(0, 2)).toEqual(['initialized', 'result sent']);
+    expect(log.some((l) => l.startsWith('read workflowlookup://workflow/execution_progress/'))).toBe(true);
+    await page.evaluate(() => window.teardown());
+    const reads = (await page.evaluate(() => window.hostLog)).length;
+    await page.waitForTimeout(2500);
+    expect((await page.evaluate(() => window.hostLog)).length).toBe(reads); // no polling after teardown
+    // The view (about:srcdoc) had no error and tried nothing the CSP forbids. The host page itself logs
+    // the favicon 404 and zod's eval probe inside ext-apps' AppBridge; neither is the view's.
+    expect(problems.filter((p) => !p.includes(hostUrl) && !p.includes('404'))).toEqual([]);
+    expect(problems.filter((p) => p.includes('srcdoc'))).toEqual([]);
+    await page.context().close();
+  });
+});

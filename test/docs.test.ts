@@ -1,0 +1,161 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../src/app.js';
+import { commandReference } from '../src/cli/commands.js';
+import { ENVIRONMENT, loadConfig } from '../src/config.js';
+import type { ToolDefinition } from '../src/faces/tool.js';
+import { aliasRows } from '../src/protocol/aliases.js';
+import { ERROR_TABLE, RpcCode } from '../src/protocol/error-mapping.js';
+import { ROOT, type Sandbox, sandbox } from './helpers/server.js';
+import { validationWorkerUrl } from './helpers/validation-worker.js';
+
+const README = join(ROOT, 'README.md');
+const cell = (text: string) => text.replaceAll('|', '\\|');
+
+/** The README's Environment table, made from the same table `--help` prints. */
+function environmentTable(): string {
+  return [
+    '| variable | effect |',
+    '| --- | --- |',
+    ...ENVIRONMENT.map((e) => `| \`${e.name}\` | ${cell(e.description)} |`),
+  ].join('\n');
+}
+
+/** Every alias beside its canonical tool or argument, from the tool definitions. */
+function aliasTable(tools: readonly ToolDefinition[]): string {
+  return [
+    '| accepted | stands for |',
+    '| --- | --- |',
+    ...aliasRows(tools).map((r) =>
+      r.kind === 'tool'
+        ? `| tool \`${r.alias}\` | \`${r.canonical}\` |`
+        : `| \`${r.tool}\` argument \`${r.alias}\` | \`${r.canonical}\` |`,
+    ),
+  ].join('\n');
+}
+
+/** What each JSON-RPC code means; the error codes under each come from the error table. */
+const RPC_MEANINGS: Record<number, string> = {
+  [RpcCode.ParseError]: 'Parse error (invalid JSON; `id: null`, `data.details`)',
+  [RpcCode.InvalidRequest]:
+    'Invalid Request (no `method`, bad `jsonrpc`, batch, message over the size limit, or a call before `initialize`: message `Server not initialized`)',
+  [RpcCode.MethodNotFound]:
+    'Method not found (`data.method`, `data.did_you_mean`); a task-only tool called without a task',
+  [RpcCode.InvalidParams]:
+    'Invalid params (`data.details`, e.g. `workflowId is required`; an unknown argument names the closest ones)',
+  [RpcCode.InternalError]: 'Internal error (details in the server log, under `data.correlation_id`)',
+  [RpcCode.ServerError]:
+    'Unsupported protocol version (`data.supportedVersions`, `data.requestedVersion`); a command step that failed (`data.reason`)',
+  [RpcCode.WorkflowNotFound]: 'Workflow not found (`data.workflowId`)',
+  [RpcCode.InvalidWorkflow]:
+    'Invalid workflow (`data.violations`, `data.file`); also a schema rule whose JSON Schema does not compile, and a submitted manifest that does not validate',
+  [RpcCode.StepNotFound]:
+    'Step not found (`data.stepId`): unknown `stepId`, `currentStep` or id in `completedSteps`',
+  [RpcCode.ValidationError]: 'Validation error: criteria that cannot be evaluated (bad regex, `min` > `max`)',
+  [RpcCode.StateError]:
+    'State error: unknown execution, invalid transition (`data.allowed`), paused execution, reused or superseded token; a save, rename or import conflict',
+  [RpcCode.StorageError]:
+    'Storage error: the execution store cannot be opened; a workflow from a read-only source cannot be changed; the runtime dir is not writable or the disk is full',
+  [RpcCode.SecurityError]:
+    'Security error: forged, altered or malformed token; `Token expired` with where to get a fresh one; a path outside the runtime dir',
+  [RpcCode.MissingClientCapability]:
+    'Missing required client capability (`data.requiredCapabilities`): the tasks extension on 2026-07-28, sampling or elicitation for an orchestration',
+};
+
+/** The error codes of the one error table, each under its JSON-RPC code. */
+function errorTables(): string {
+  const entries = [
+    ...Object.values(ERROR_TABLE).map((m) => ({
+      rpc: m.rpc,
+      code: m.error_code,
+      category: m.category,
+      retryable: m.retryable,
+    })),
+    // Unexpected failures (toRpcError): never a domain value, always this.
+    { rpc: RpcCode.InternalError, code: 'INTERNAL_ERROR', category: 'internal', retryable: true },
+  ];
+  const codes = Object.values(RpcCode); // declaration order: JSON-RPC's own, then the seeds'
+  const byRpc = (rpc: number) => [...new Set(entries.filter((e) => e.rpc === rpc).map((e) => e.code))];
+  return [
+    '| code | meaning | `error_code` |',
+    '| --- | --- | --- |',
+    ...codes.map(
+      (rpc) =>
+        `| ${rpc} | ${cell(RPC_MEANINGS[rpc] ?? 'UNDOCUMENTED: add it to RPC_MEANINGS in test/docs.test.ts')} | ${
+          byRpc(rpc)
+            .map((c) => `\`${c}\``)
+            .join(', ') || '—'
+        } |`,
+    ),
+    '',
+    '| `error_code` | code | category | retryable |',
+    '| --- | --- | --- | --- |',
+    ...entries.map(
+      (e) =>
+        `| \`${e.code}\` | ${e.rpc} | ${e.category} | ${
+          // A command step says per failure whether a retry can succeed (a credential set, an API back).
+          e.code === 'COMMAND_FAILED' ? 'per failure (`data.retryable`)' : e.retryable ? 'yes' : 'no'
+        } |`,
+    ),
+  ].join('\n');
+}
+
+/** The command reference, made from the same table that parses the command line and prints --help. */
+function commandBlock(): string {
+  return ['```', commandReference(), '```'].join('\n');
+}
+
+let sb: Sandbox;
+let tools: readonly ToolDefinition[] = [];
+beforeAll(async () => {
+  sb = sandbox();
+  const app = createApp(loadConfig({ env: sb.env, cwd: sb.project }), {
+    watch: false,
+    log: () => undefined,
+    validationWorker: await validationWorkerUrl(),
+  });
+  tools = app.runner.tools;
+  await app.close();
+});
+afterAll(() => sb.cleanup());
+
+/** Checks (or, with WORKFLOWLOOKUP_WRITE_DOCS=1, rewrites) the README text between two markers. */
+function generated(name: string, make: () => string): void {
+  const text = readFileSync(README, 'utf8');
+  const start = new RegExp(`<!-- ${name}:start[^>]*-->\\n`).exec(text);
+  const endMarker = `<!-- ${name}:end -->`;
+  const end = text.indexOf(endMarker);
+  expect(start, `README.md needs the ${name} markers`).not.toBeNull();
+  expect(end).toBeGreaterThan(start?.index ?? 0);
+  const at = (start?.index ?? 0) + (start?.[0].length ?? 0);
+  if (process.env.WORKFLOWLOOKUP_WRITE_DOCS === '1') {
+    writeFileSync(README, `${text.slice(0, at)}${make()}\n${text.slice(end)}`);
+    return;
+  }
+  expect(text.slice(at, end).trim(), `README.md is out of date: run \`npm run docs\``).toBe(make());
+}
+
+describe('docs stay true', () => {
+  it('the README Environment table is the one --help prints (npm run docs rewrites it)', () => {
+    generated('environment', environmentTable);
+  });
+
+  it('the README alias table lists every alias the tools declare, beside its canonical name', () => {
+    expect(aliasRows(tools).length).toBeGreaterThan(30);
+    generated('aliases', () => aliasTable(tools));
+  });
+
+  it('the README error tables are the error mapping: every error_code and its JSON-RPC code', () => {
+    for (const rpc of Object.values(RpcCode)) expect(RPC_MEANINGS[rpc], `meaning of ${rpc}`).toBeDefined();
+    generated('errors', errorTables);
+  });
+
+  it('the README command reference is the table the command line parses (and --help prints)', () => {
+    expect(commandReference()).toContain('workflowlookup serve [--http');
+    for (const command of ['migrate', 'export', 'import', 'token']) {
+      expect(commandReference()).toContain(`workflowlookup ${command}`);
+    }
+    generated('commands', commandBlock);
+  });
+});

@@ -1,0 +1,104 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { CLI, type Sandbox } from './server.js';
+
+/** The built server running `serve --http` on an ephemeral port. */
+export interface HttpServer {
+  child: ChildProcessWithoutNullStreams;
+  url: string;
+  stderr(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+export async function startHttpServer(
+  sb: Sandbox,
+  env: Record<string, string> = {},
+  args: string[] = [],
+): Promise<HttpServer> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--http', '--port', '0', ...args], {
+    env: { ...sb.env, ...env },
+    cwd: sb.project,
+  });
+  let stderr = '';
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no URL announced:\n${stderr}`)), 10_000);
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      stderr += chunk;
+      const found = /Streamable HTTP at (\S+)/.exec(stderr);
+      if (found) {
+        clearTimeout(timer);
+        resolve(found[1] as string);
+      }
+    });
+    void exited.then(() => reject(new Error(`server exited:\n${stderr}`)));
+  });
+  return {
+    child,
+    url,
+    stderr: () => stderr,
+    exited,
+    kill: (signal = 'SIGKILL') => {
+      if (child.exitCode === null) child.kill(signal);
+    },
+  };
+}
+
+/** An SDK client over Streamable HTTP, in the 2025 era (sessions) or pinned to 2026-07-28. */
+export async function httpClient(
+  url: string,
+  options: { token?: string; pin?: string; elicit?: boolean } = {},
+): Promise<Client> {
+  const client = new Client(
+    { name: 'http-tests', version: '1.0.0' },
+    {
+      ...(options.pin ? { versionNegotiation: { mode: { pin: options.pin } } } : {}),
+      ...(options.elicit ? { capabilities: { elicitation: { form: {} } } } : {}),
+    },
+  );
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    ...(options.token ? { requestInit: { headers: { authorization: `Bearer ${options.token}` } } } : {}),
+  });
+  await client.connect(transport);
+  return client;
+}
+
+export type Json = Record<string, any>;
+
+/** One raw JSON-RPC POST; the answer parsed from JSON or from the SSE event that carries it. */
+export async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; json: Json | undefined; text: string }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...headers,
+    },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: Json | undefined;
+  if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+    const data = text
+      .split('\n')
+      .filter((l) => l.startsWith('data: ') && l.length > 6)
+      .map((l) => JSON.parse(l.slice(6)) as Json)
+      .filter((m) => 'id' in m);
+    json = data.at(-1);
+  } else if (text) {
+    try {
+      json = JSON.parse(text) as Json;
+    } catch {
+      json = undefined;
+    }
+  }
+  return { status: res.status, headers: res.headers, json, text };
+}
