@@ -20,6 +20,7 @@ import type {
   TelemetryFilter,
   TelemetryRecord,
 } from '../execution-store.js';
+import { SqlFilter } from '../sql-filter.js';
 import {
   describeConnectionError,
   describeTarget,
@@ -297,46 +298,27 @@ type Name = keyof typeof SQL;
 
 /** The list query for one combination of filters (one prepared statement per combination). */
 export function listQuery(filter: ExecutionFilter): { name: string; text: string; values: unknown[] } {
-  const where: string[] = [];
-  const values: unknown[] = [];
-  const key: string[] = [];
+  const f = new SqlFilter('numbered')
+    .equals('p', 'principal', filter.principal)
+    .equals('w', 'workflow_name', filter.workflow_name);
   const states = [...new Set(filter.states ?? [])];
-  const param = (value: unknown) => {
-    values.push(value);
-    return `$${values.length}`;
-  };
-  if (filter.principal !== undefined) {
-    where.push(`principal = ${param(filter.principal)}`);
-    key.push('p');
-  }
-  if (filter.workflow_name !== undefined) {
-    where.push(`workflow_name = ${param(filter.workflow_name)}`);
-    key.push('w');
-  }
   if (filter.principal !== undefined && states.length > 1) {
     // Several states (the default listing: the unfinished ones): the newest of each state from the
     // (principal, state, updated_at) index, merged. Filtering one principal's index by state instead
     // would read every finished execution of the principal to find the few unfinished ones.
-    const statesParam = param(states);
-    const limit = param(filter.limit);
+    const statesParam = f.param(states);
+    const limit = f.param(filter.limit);
     const text = `SELECT e.* FROM unnest(${statesParam}::text[]) AS wanted(state)
       CROSS JOIN LATERAL (SELECT * FROM workflow_executions
-        WHERE ${where.join(' AND ')} AND state = wanted.state
+        ${f.where} AND state = wanted.state
         ORDER BY updated_at DESC, execution_id DESC LIMIT ${limit}) AS e
       ORDER BY e.updated_at DESC, e.execution_id DESC LIMIT ${limit}`;
-    return { name: `list_${key.join('')}_each`, text, values };
+    return { name: `list_${f.key}_each`, text, values: f.values };
   }
-  if (states.length === 1) {
-    where.push(`state = ${param(states[0])}`);
-    key.push('s');
-  } else if (states.length > 1) {
-    where.push(`state = ANY(${param(states)}::text[])`);
-    key.push('S');
-  }
-  const limit = param(filter.limit);
-  const text = `SELECT * FROM workflow_executions ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-    ORDER BY updated_at DESC, execution_id DESC LIMIT ${limit}`;
-  return { name: `list_${key.join('')}`, text, values };
+  f.oneOf('s', 'state', states);
+  const text = `SELECT * FROM workflow_executions ${f.where}
+    ORDER BY updated_at DESC, execution_id DESC LIMIT ${f.param(filter.limit)}`;
+  return { name: `list_${f.key}`, text, values: f.values };
 }
 
 function toHead(row: Row): ExecutionHead {
@@ -355,127 +337,72 @@ function toHead(row: Row): ExecutionHead {
   };
 }
 
-/** WHERE clauses shared by pages and counts, with a statement name per combination of filters. */
-function headFilter(filter: ExecutionCountFilter & { states?: readonly ExecutionState[] | undefined }) {
-  const where: string[] = [];
-  const values: unknown[] = [];
-  const key: string[] = [];
-  const param = (value: unknown) => {
-    values.push(value);
-    return `$${values.length}`;
-  };
-  if (filter.principal !== undefined) {
-    where.push(`principal = ${param(filter.principal)}`);
-    key.push('p');
-  }
-  if (filter.workflow_name !== undefined) {
-    where.push(`workflow_name = ${param(filter.workflow_name)}`);
-    key.push('w');
-  }
-  const states = [...new Set(filter.states ?? [])];
-  if (states.length === 1) {
-    where.push(`state = ${param(states[0])}`);
-    key.push('s');
-  } else if (states.length > 1) {
-    where.push(`state = ANY(${param(states)}::text[])`);
-    key.push('S');
-  }
-  if (filter.updated_since !== undefined) {
-    where.push(`updated_at >= ${param(filter.updated_since)}::timestamptz`);
-    key.push('a');
-  }
-  if (filter.updated_before !== undefined) {
-    where.push(`updated_at < ${param(filter.updated_before)}::timestamptz`);
-    key.push('b');
-  }
-  return { where, values, key, param };
+/** WHERE clauses shared by pages and counts. */
+function executionFilter(filter: ExecutionCountFilter & { states?: readonly ExecutionState[] | undefined }) {
+  const f = new SqlFilter('numbered')
+    .equals('p', 'principal', filter.principal)
+    .equals('w', 'workflow_name', filter.workflow_name)
+    .oneOf('s', 'state', filter.states);
+  if (filter.updated_since !== undefined)
+    f.add('a', `updated_at >= ${f.param(filter.updated_since)}::timestamptz`);
+  if (filter.updated_before !== undefined)
+    f.add('b', `updated_at < ${f.param(filter.updated_before)}::timestamptz`);
+  return f;
 }
 
 /** A keyset page of execution heads (newest first), one prepared statement per combination of filters. */
 export function headsQuery(filter: ExecutionPageFilter): { name: string; text: string; values: unknown[] } {
-  const { where, values, key, param } = headFilter(filter);
-  const newer = filter.newer_than;
-  if (filter.older_than !== undefined) {
-    const at = param(filter.older_than.updated_at);
-    where.push(`(updated_at, execution_id) < (${at}::timestamptz, ${param(filter.older_than.execution_id)})`);
-    key.push('o');
+  const f = executionFilter(filter);
+  const { older_than: older, newer_than: newer } = filter;
+  if (older !== undefined) {
+    const at = f.param(older.updated_at);
+    f.add('o', `(updated_at, execution_id) < (${at}::timestamptz, ${f.param(older.execution_id)})`);
   }
   if (newer !== undefined) {
-    const at = param(newer.updated_at);
-    where.push(`(updated_at, execution_id) > (${at}::timestamptz, ${param(newer.execution_id)})`);
-    key.push('n');
+    const at = f.param(newer.updated_at);
+    f.add('n', `(updated_at, execution_id) > (${at}::timestamptz, ${f.param(newer.execution_id)})`);
   }
   const order = newer !== undefined ? 'ASC' : 'DESC';
-  const text = `SELECT ${HEAD_COLUMNS} FROM workflow_executions ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-    ORDER BY updated_at ${order}, execution_id ${order} LIMIT ${param(filter.limit)}`;
-  return { name: `heads_${key.join('')}`, text, values };
+  const text = `SELECT ${HEAD_COLUMNS} FROM workflow_executions ${f.where}
+    ORDER BY updated_at ${order}, execution_id ${order} LIMIT ${f.param(filter.limit)}`;
+  return { name: `heads_${f.key}`, text, values: f.values };
 }
 
 /** Executions per state for the same filters as a page. */
 export function countsQuery(filter: ExecutionCountFilter): { name: string; text: string; values: unknown[] } {
-  const { where, values, key } = headFilter(filter);
-  const text = `SELECT state, COUNT(*)::integer AS n FROM workflow_executions
-    ${where.length ? `WHERE ${where.join(' AND ')}` : ''} GROUP BY state`;
-  return { name: `counts_${key.join('')}`, text, values };
+  const f = executionFilter(filter);
+  const text = `SELECT state, COUNT(*)::integer AS n FROM workflow_executions ${f.where} GROUP BY state`;
+  return { name: `counts_${f.key}`, text, values: f.values };
 }
 
 export function telemetryQuery(filter: TelemetryFilter): { name: string; text: string; values: unknown[] } {
-  const where: string[] = [];
-  const values: unknown[] = [];
-  const key: string[] = [];
+  const f = new SqlFilter('numbered');
   if (filter.principal !== undefined) {
-    values.push(filter.principal);
     // A lookup by primary key per event: an IN (...) list would read every execution of the principal.
-    where.push(
-      `EXISTS (SELECT 1 FROM workflow_executions e WHERE e.execution_id = telemetry_events.execution_id AND e.principal = $${values.length})`,
+    f.add(
+      'p',
+      `EXISTS (SELECT 1 FROM workflow_executions e WHERE e.execution_id = telemetry_events.execution_id AND e.principal = ${f.param(filter.principal)})`,
     );
-    key.push('p');
   }
-  if (filter.execution_id !== undefined) {
-    values.push(filter.execution_id);
-    where.push(`execution_id = $${values.length}`);
-    key.push('e');
-  }
-  if (filter.event_type !== undefined) {
-    values.push(filter.event_type);
-    where.push(`event_type = $${values.length}`);
-    key.push('t');
-  }
-  values.push(filter.limit);
-  const text = `SELECT * FROM (SELECT * FROM telemetry_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-    ORDER BY id DESC LIMIT $${values.length}) AS recent ORDER BY id`;
-  return { name: `telemetry_${key.join('')}`, text, values };
+  f.equals('e', 'execution_id', filter.execution_id).equals('t', 'event_type', filter.event_type);
+  const text = `SELECT * FROM (SELECT * FROM telemetry_events ${f.where}
+    ORDER BY id DESC LIMIT ${f.param(filter.limit)}) AS recent ORDER BY id`;
+  return { name: `telemetry_${f.key}`, text, values: f.values };
 }
 
 /** The task list query for one combination of filters (one prepared statement per combination). */
 export function taskQuery(filter: TaskFilter): { name: string; text: string; values: unknown[] } {
-  const where: string[] = [];
-  const values: unknown[] = [];
-  const key: string[] = [];
-  const param = (value: unknown) => {
-    values.push(value);
-    return `$${values.length}`;
-  };
-  if (filter.principal !== undefined) {
-    where.push(`principal = ${param(filter.principal)}`);
-    key.push('p');
-  }
-  if (filter.run_id !== undefined) {
-    where.push(`run_id = ${param(filter.run_id)}`);
-    key.push('r');
-  }
-  if (filter.statuses !== undefined && filter.statuses.length > 0) {
-    where.push(`status = ANY(${param([...filter.statuses])}::text[])`);
-    key.push('s');
-  }
+  const f = new SqlFilter('numbered')
+    .equals('p', 'principal', filter.principal)
+    .equals('r', 'run_id', filter.run_id)
+    .oneOf('s', 'status', filter.statuses);
   if (filter.before !== undefined) {
-    const at = param(filter.before.created_at);
-    where.push(`(created_at, task_id) < (${at}::timestamptz, ${param(filter.before.task_id)})`);
-    key.push('b');
+    const at = f.param(filter.before.created_at);
+    f.add('b', `(created_at, task_id) < (${at}::timestamptz, ${f.param(filter.before.task_id)})`);
   }
-  const text = `SELECT * FROM tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-    ORDER BY created_at DESC, task_id DESC LIMIT ${param(filter.limit)}`;
-  return { name: `tasks_${key.join('')}`, text, values };
+  const text = `SELECT * FROM tasks ${f.where}
+    ORDER BY created_at DESC, task_id DESC LIMIT ${f.param(filter.limit)}`;
+  return { name: `tasks_${f.key}`, text, values: f.values };
 }
 
 const TERMINAL_STATES = new Set(['completed', 'failed', 'abandoned', 'diverged']);

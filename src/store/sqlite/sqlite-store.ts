@@ -23,6 +23,7 @@ import type {
   TelemetryFilter,
   TelemetryRecord,
 } from '../execution-store.js';
+import { SqlFilter } from '../sql-filter.js';
 import { MIGRATIONS } from './migrations.js';
 import { DATABASE_FILE, refuseDamagedFile } from './sqlite-file.js';
 
@@ -144,30 +145,14 @@ function toHead(row: Row): ExecutionHead {
 }
 
 /** WHERE clauses shared by listings and counts. */
-function filterClauses(filter: ExecutionCountFilter & { states?: readonly ExecutionState[] | undefined }) {
-  const where: string[] = [];
-  const params: unknown[] = [];
-  if (filter.principal !== undefined) {
-    where.push('principal = ?');
-    params.push(filter.principal);
-  }
-  if (filter.workflow_name !== undefined) {
-    where.push('workflow_name = ?');
-    params.push(filter.workflow_name);
-  }
-  if (filter.states !== undefined && filter.states.length > 0) {
-    where.push(`state IN (${filter.states.map(() => '?').join(',')})`);
-    params.push(...filter.states);
-  }
-  if (filter.updated_since !== undefined) {
-    where.push('updated_at >= ?');
-    params.push(filter.updated_since);
-  }
-  if (filter.updated_before !== undefined) {
-    where.push('updated_at < ?');
-    params.push(filter.updated_before);
-  }
-  return { where, params };
+function executionFilter(filter: ExecutionCountFilter & { states?: readonly ExecutionState[] | undefined }) {
+  const f = new SqlFilter('positional')
+    .equals('p', 'principal', filter.principal)
+    .equals('w', 'workflow_name', filter.workflow_name)
+    .oneOf('s', 'state', filter.states);
+  if (filter.updated_since !== undefined) f.add('a', `updated_at >= ${f.param(filter.updated_since)}`);
+  if (filter.updated_before !== undefined) f.add('b', `updated_at < ${f.param(filter.updated_before)}`);
+  return f;
 }
 
 export interface SqliteStoreOptions {
@@ -419,27 +404,19 @@ export class SqliteExecutionStore implements ExecutionStore {
   };
 
   private tasks(filter: TaskFilter): TaskRecord[] {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filter.principal !== undefined) {
-      where.push('principal = ?');
-      params.push(filter.principal);
-    }
-    if (filter.run_id !== undefined) {
-      where.push('run_id = ?');
-      params.push(filter.run_id);
-    }
-    if (filter.statuses !== undefined && filter.statuses.length > 0) {
-      where.push(`status IN (${filter.statuses.map(() => '?').join(',')})`);
-      params.push(...filter.statuses);
-    }
+    const f = new SqlFilter('positional')
+      .equals('p', 'principal', filter.principal)
+      .equals('r', 'run_id', filter.run_id)
+      .oneOf('s', 'status', filter.statuses);
     if (filter.before !== undefined) {
-      where.push('(created_at < ? OR (created_at = ? AND task_id < ?))');
-      params.push(filter.before.created_at, filter.before.created_at, filter.before.task_id);
+      const { created_at, task_id } = filter.before;
+      f.add(
+        'b',
+        `(created_at < ${f.param(created_at)} OR (created_at = ${f.param(created_at)} AND task_id < ${f.param(task_id)}))`,
+      );
     }
-    const sql = `SELECT * FROM tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-      ORDER BY created_at DESC, task_id DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, filter.limit) as Row[]).map(toTask);
+    const sql = `SELECT * FROM tasks ${f.where} ORDER BY created_at DESC, task_id DESC LIMIT ?`;
+    return (this.db.prepare(sql).all(...f.values, filter.limit) as Row[]).map(toTask);
   }
 
   /** Collects the doomed executions in a temporary table, counts what hangs off them, then deletes. */
@@ -506,73 +483,58 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   private list(filter: ExecutionFilter): ExecutionRecord[] {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filter.principal !== undefined) {
-      where.push('principal = ?');
-      params.push(filter.principal);
-    }
-    if (filter.workflow_name !== undefined) {
-      where.push('workflow_name = ?');
-      params.push(filter.workflow_name);
-    }
-    if (filter.states !== undefined && filter.states.length > 0) {
-      where.push(`state IN (${filter.states.map(() => '?').join(',')})`);
-      params.push(...filter.states);
-    }
-    const sql = `SELECT * FROM workflow_executions ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+    const f = new SqlFilter('positional')
+      .equals('p', 'principal', filter.principal)
+      .equals('w', 'workflow_name', filter.workflow_name)
+      .oneOf('s', 'state', filter.states);
+    const sql = `SELECT * FROM workflow_executions ${f.where}
       ORDER BY updated_at DESC, execution_id DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, filter.limit) as Row[]).map(toExecution);
+    return (this.db.prepare(sql).all(...f.values, filter.limit) as Row[]).map(toExecution);
   }
 
   private heads(filter: ExecutionPageFilter): ExecutionHead[] {
-    const { where, params } = filterClauses(filter);
+    const f = executionFilter(filter);
     // Keyset paging on (updated_at, execution_id): every page costs the same, however deep.
-    const newer = filter.newer_than;
-    if (filter.older_than !== undefined) {
-      where.push('(updated_at, execution_id) < (?, ?)');
-      params.push(filter.older_than.updated_at, filter.older_than.execution_id);
+    const { older_than: older, newer_than: newer } = filter;
+    if (older !== undefined) {
+      f.add(
+        'o',
+        `(updated_at, execution_id) < (${f.param(older.updated_at)}, ${f.param(older.execution_id)})`,
+      );
     }
     if (newer !== undefined) {
-      where.push('(updated_at, execution_id) > (?, ?)');
-      params.push(newer.updated_at, newer.execution_id);
+      f.add(
+        'n',
+        `(updated_at, execution_id) > (${f.param(newer.updated_at)}, ${f.param(newer.execution_id)})`,
+      );
     }
     const order = newer !== undefined ? 'ASC' : 'DESC';
-    const sql = `SELECT ${HEAD_COLUMNS} FROM workflow_executions ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+    const sql = `SELECT ${HEAD_COLUMNS} FROM workflow_executions ${f.where}
       ORDER BY updated_at ${order}, execution_id ${order} LIMIT ?`;
-    const rows = (this.db.prepare(sql).all(...params, filter.limit) as Row[]).map(toHead);
+    const rows = (this.db.prepare(sql).all(...f.values, filter.limit) as Row[]).map(toHead);
     return newer !== undefined ? rows.reverse() : rows;
   }
 
   private counts(filter: ExecutionCountFilter): Partial<Record<ExecutionState, number>> {
-    const { where, params } = filterClauses(filter);
-    const sql = `SELECT state, COUNT(*) AS n FROM workflow_executions ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-      GROUP BY state`;
-    const rows = this.db.prepare(sql).all(...params) as { state: ExecutionState; n: number }[];
+    const f = executionFilter(filter);
+    const sql = `SELECT state, COUNT(*) AS n FROM workflow_executions ${f.where} GROUP BY state`;
+    const rows = this.db.prepare(sql).all(...f.values) as { state: ExecutionState; n: number }[];
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   }
 
   private telemetry(filter: TelemetryFilter): TelemetryRecord[] {
-    const where: string[] = [];
-    const params: unknown[] = [];
+    const f = new SqlFilter('positional');
     if (filter.principal !== undefined) {
       // A correlated lookup by primary key: an IN (...) list would read every execution of the principal.
-      where.push(
-        'EXISTS (SELECT 1 FROM workflow_executions e WHERE e.execution_id = telemetry_events.execution_id AND e.principal = ?)',
+      f.add(
+        'p',
+        `EXISTS (SELECT 1 FROM workflow_executions e WHERE e.execution_id = telemetry_events.execution_id AND e.principal = ${f.param(filter.principal)})`,
       );
-      params.push(filter.principal);
     }
-    if (filter.execution_id !== undefined) {
-      where.push('execution_id = ?');
-      params.push(filter.execution_id);
-    }
-    if (filter.event_type !== undefined) {
-      where.push('event_type = ?');
-      params.push(filter.event_type);
-    }
-    const sql = `SELECT * FROM (SELECT * FROM telemetry_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+    f.equals('e', 'execution_id', filter.execution_id).equals('t', 'event_type', filter.event_type);
+    const sql = `SELECT * FROM (SELECT * FROM telemetry_events ${f.where}
       ORDER BY id DESC LIMIT ?) ORDER BY id`;
-    return (this.db.prepare(sql).all(...params, filter.limit) as Row[]).map(
+    return (this.db.prepare(sql).all(...f.values, filter.limit) as Row[]).map(
       (row) => ({ ...row, metadata: parse(row.metadata, null) }) as TelemetryRecord,
     );
   }
