@@ -199,6 +199,11 @@ describe('WorkRail workflows', () => {
       path: '/steps/1/templateCall/templateId',
     });
     expect(checked.violations[0].message).toContain('wr.templates.routine.nope');
+    got.steps[1].prompt = 'Also a prompt.';
+    const both = await call('workflow_validate_manifest', { manifest: got });
+    expect(both.violations).toContainEqual(
+      expect.objectContaining({ rule: 'promptSource', path: '/steps/1' }),
+    );
   });
 
   it('takes namespaced and legacy ids everywhere and keeps file names inside their directory', async () => {

@@ -443,17 +443,6 @@ export function workrailViolations(workflow: Workflow): Violation[] {
   const out: Violation[] = [];
   const assessments = new Map((workflow.assessments ?? []).map((a) => [a.id, a]));
   const visit = (step: PromptStep, path: string) => {
-    const sources = [step.prompt, step.promptBlocks, step.templateCall].filter((v) => v !== undefined).length;
-    if (sources !== 1) {
-      out.push({
-        path,
-        rule: 'promptSource',
-        message:
-          sources === 0
-            ? `step "${step.id}" needs a prompt, promptBlocks or templateCall`
-            : `step "${step.id}" has more than one of prompt, promptBlocks and templateCall; keep one`,
-      });
-    }
     if (step.templateCall !== undefined && !knownTemplate(step.templateCall.templateId)) {
       out.push({
         path: `${path}/templateCall/templateId`,

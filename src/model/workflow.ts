@@ -453,6 +453,19 @@ export const PromptStepSchema = z
     depends_on: DependsOnSchema,
     ...workrailStepFields,
   })
+  .superRefine((step, ctx) => {
+    // One source of text: prompt, or WorkRail's promptBlocks or templateCall.
+    const sources = [step.prompt, step.promptBlocks, step.templateCall].filter((v) => v !== undefined).length;
+    if (sources === 0)
+      ctx.addIssue({ code: 'invalid_type', expected: 'string', input: undefined, path: ['prompt'] });
+    else if (sources > 1)
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: 'give only one of prompt, promptBlocks and templateCall',
+        params: { rule: 'promptSource' },
+      });
+  })
   .meta({ id: 'PromptStep', description: 'A step the agent carries out' });
 export type PromptStep = z.infer<typeof PromptStepSchema>;
 

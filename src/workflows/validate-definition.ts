@@ -118,8 +118,16 @@ function issueToViolation(issue: Issue, path: PropertyKey[], root: unknown): Vio
         expected: issue.values.map((v) => JSON.stringify(v)).join(' | '),
         actual: describeValue(actualValue),
       };
-    default:
-      return { path: pointer, rule: issue.code, message: issue.message, actual: describeValue(actualValue) };
+    default: {
+      // A refinement may name its rule (PromptStep's promptSource).
+      const rule = (issue as { params?: { rule?: unknown } }).params?.rule;
+      return {
+        path: pointer,
+        rule: typeof rule === 'string' ? rule : issue.code,
+        message: issue.message,
+        actual: describeValue(actualValue),
+      };
+    }
   }
 }
 
