@@ -547,6 +547,9 @@ export function workrailWarnings(workflow: Workflow): Violation[] {
   const unknownRefs = new Set<string>();
   const visit = (step: Record<string, unknown>, path: string) => {
     for (const field of INERT_STEP) if (step[field] !== undefined) note(field, `${path}/${field}`);
+    const contract = (step.outputContract as { contractRef?: unknown } | undefined)?.contractRef;
+    if (typeof contract === 'string' && contract !== LOOP_CONTROL_CONTRACT)
+      note(`outputContract ${contract}`, `${path}/outputContract`);
     const blocks = step.promptBlocks as PromptBlocks | undefined;
     for (const block of Object.values(blocks ?? {})) {
       const items = Array.isArray(block)

@@ -309,9 +309,6 @@ export const RequireConfirmationSchema = z
     'Ask the user to confirm before moving on: true, a condition (context-dependent), or a WorkRail gate {kind, condition}',
   );
 
-/** Contract references checked on submit (docs/workrail-compatibility.md). */
-export const KNOWN_CONTRACTS = ['wr.contracts.loop_control', 'wr.contracts.assessment'] as const;
-
 export const OutputContractSchema = z
   .strictObject({
     contractRef: z
