@@ -92,6 +92,19 @@ function evaluate(condition: Condition, context: Context, depth: number): boolea
   const num = typeof value === 'number' && Number.isFinite(value) ? value : undefined;
   check('equals' in condition, () => value !== undefined && deepEqual(value, condition.equals));
   check('not_equals' in condition, () => value === undefined || !deepEqual(value, condition.not_equals));
+  check(condition.in !== undefined, () => (condition.in ?? []).some((v) => deepEqual(value, v)));
+  // Text operators read strings, numbers and booleans as text; anything else reads as empty.
+  const lower = () =>
+    typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+      ? String(value).trim().toLowerCase()
+      : '';
+  check(condition.contains !== undefined, () => lower().includes((condition.contains ?? '').toLowerCase()));
+  check(condition.startsWith !== undefined, () =>
+    lower().startsWith((condition.startsWith ?? '').trim().toLowerCase()),
+  );
+  check(condition.endsWith !== undefined, () =>
+    lower().endsWith((condition.endsWith ?? '').trim().toLowerCase()),
+  );
   check(condition.gt !== undefined, () => num !== undefined && num > (condition.gt as number));
   check(condition.gte !== undefined, () => num !== undefined && num >= (condition.gte as number));
   check(condition.lt !== undefined, () => num !== undefined && num < (condition.lt as number));

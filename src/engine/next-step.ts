@@ -1,13 +1,16 @@
 import {
   type ActionStep,
+  isArtifactLoop,
   isLoopStep,
   isPromptStep,
   type LoopStep,
+  loopCondition,
   type PromptStep,
   type Step,
   type Workflow,
 } from '../model/workflow.js';
 import { asRecord, type Context, evaluateCondition, readPath } from './conditions.js';
+import { LOOP_CONTROL_KEY } from './workrail.js';
 
 /** Reserved context key holding loop progress; clients send it back unchanged. */
 export const LOOPS_KEY = '_loops';
@@ -45,7 +48,7 @@ export interface NextStep {
 
 /** Context keys the server writes: inputs, step outputs, loop progress and every loop variable. */
 export function serverOwnedKeys(workflow: Workflow): Set<string> {
-  const keys = new Set<string>(['inputs', 'steps', LOOPS_KEY]);
+  const keys = new Set<string>(['inputs', 'steps', LOOPS_KEY, LOOP_CONTROL_KEY]);
   for (const step of workflow.steps) {
     if (!isLoopStep(step)) continue;
     const cfg = step.loop;
@@ -209,12 +212,27 @@ function shouldRun(loop: LoopStep, n: number, context: Context, first: boolean):
   const cfg = loop.loop;
   if (n > cfg.maxIterations) return false;
   let go: boolean;
+  if (isArtifactLoop(cfg)) {
+    // The agent's loop-control artifact decides: the first round runs unless it already said stop;
+    // each further round needs a fresh "continue" (a round that reports nothing ends the loop).
+    const decisions = { ...asRecord(context[LOOP_CONTROL_KEY]) };
+    const decision = decisions[loop.id];
+    go = first ? decision !== 'stop' : decision === 'continue';
+    if (go) {
+      delete decisions[loop.id];
+      if (Object.keys(decisions).length > 0) context[LOOP_CONTROL_KEY] = decisions;
+      else delete context[LOOP_CONTROL_KEY];
+      setLoopVars(loop, n, context);
+    }
+    return go;
+  }
+  const condition = loopCondition(cfg) ?? { var: '' };
   switch (cfg.type) {
     case 'while':
-      go = evaluateCondition(cfg.condition, context);
+      go = evaluateCondition(condition, context);
       break;
     case 'until':
-      go = first || !evaluateCondition(cfg.condition, context);
+      go = first || !evaluateCondition(condition, context);
       break;
     case 'for': {
       const count = typeof cfg.count === 'number' ? cfg.count : readPath(context, cfg.count);
@@ -234,11 +252,13 @@ function shouldRun(loop: LoopStep, n: number, context: Context, first: boolean):
 /** Whether the loop itself asks for iteration `n`, ignoring maxIterations (to report a capped loop). */
 function wouldContinue(loop: LoopStep, n: number, context: Context): boolean {
   const cfg = loop.loop;
+  if (isArtifactLoop(cfg)) return asRecord(context[LOOP_CONTROL_KEY])[loop.id] === 'continue';
+  const condition = loopCondition(cfg) ?? { var: '' };
   switch (cfg.type) {
     case 'while':
-      return evaluateCondition(cfg.condition, context);
+      return evaluateCondition(condition, context);
     case 'until':
-      return !evaluateCondition(cfg.condition, context);
+      return !evaluateCondition(condition, context);
     case 'for': {
       const count = typeof cfg.count === 'number' ? cfg.count : readPath(context, cfg.count);
       return typeof count === 'number' && n <= count;

@@ -7,6 +7,7 @@ import { DomainFailure, fail } from '../engine/errors.js';
 import { findActionStep, findPromptStep, nextStep } from '../engine/next-step.js';
 import { canTransition, type ExecutionState, isTerminal, TRANSITIONS } from '../engine/state-machine.js';
 import type { ValidationEngine, ValidationResult } from '../engine/validation-engine.js';
+import { checkSubmission, recordDecision } from '../engine/workrail.js';
 import { isCommandStep, isLoopStep, type Workflow } from '../model/workflow.js';
 import type { ExecutionRecord, ExecutionStore, StoreWriter } from '../store/execution-store.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
@@ -382,6 +383,16 @@ export class ExecutionService {
           details: (error as Error).message,
         });
       }
+      // WorkRail contracts and assessments: a missing artifact refuses the output like a failed rule, and
+      // a fired assessment consequence keeps the step current with its follow-up guidance.
+      const reported = checkSubmission(workflow, step, output);
+      if (validation.valid && (reported.issues.length > 0 || reported.followups.length > 0)) {
+        validation = {
+          valid: false,
+          issues: [...reported.issues, ...reported.followups.map((f) => `Follow-up required: ${f}`)],
+          suggestions: reported.suggestions,
+        };
+      }
       const at = nowIso();
       let outcome: Outcome;
       if (!validation.valid) {
@@ -433,7 +444,10 @@ export class ExecutionService {
           seq: row.seq,
           duration_ms: row.duration_ms,
         });
-        context.steps = { ...asRecord(context.steps), [step.id]: outputForTemplates(output) };
+        const recorded = outputForTemplates(output);
+        if (Object.keys(reported.assessments).length > 0) recorded.assessments = reported.assessments;
+        context.steps = { ...asRecord(context.steps), [step.id]: recorded };
+        if (reported.loopDecision) recordDecision(workflow, step.id, reported.loopDecision, context);
         const next = nextStep(workflow, [...exec.completed_steps, step.id], context);
         const view = await machine.enterStep(tx, exec, workflow, next);
         await tx.updateExecution(exec);

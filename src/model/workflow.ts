@@ -5,16 +5,26 @@
  */
 import * as z from 'zod';
 
-export const ID_PATTERN = '^[a-z0-9-]+$';
+/**
+ * Ids: WorkRail's two forms, legacy (lowercase letters, digits, `_` and `-`) and namespaced
+ * (`ns.name`, each part starting with a letter). No `/`, no leading dot and no `..`, so an id used as
+ * a file name (`<id>.json`) always stays inside its directory.
+ */
+export const ID_PATTERN = '^(?:[a-z0-9_-]+|[a-z][a-z0-9_-]*\\.[a-z][a-z0-9_-]*)$';
 const idRegex = new RegExp(ID_PATTERN);
 
-/** Workflow ids and step ids share one shape (seed 001/002 input schemas). */
+/** Workflow ids and step ids share one shape (seed 001/002 input schemas, WorkRail's id forms). */
 export const IdSchema = z
   .string()
   .min(3)
   .max(64)
   .regex(idRegex)
-  .describe('Lowercase letters, digits and hyphens, 3-64 characters');
+  .describe(
+    'Lowercase letters, digits, _ and -, optionally namespaced as ns.name (e.g. wr.coding-task); 3-64 characters',
+  );
+
+/** Persona names stay plain (they are file names in the persona folder). */
+const PERSONA_NAME = /^[a-z0-9-]+$/;
 
 const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 
@@ -25,6 +35,10 @@ export type VarCondition = {
   var: string;
   equals?: unknown;
   not_equals?: unknown;
+  in?: unknown[] | undefined;
+  contains?: string | undefined;
+  startsWith?: string | undefined;
+  endsWith?: string | undefined;
   gt?: number | undefined;
   gte?: number | undefined;
   lt?: number | undefined;
@@ -41,6 +55,19 @@ const VarConditionSchema = z
       .describe('Context variable to test; dotted paths such as "ticket.priority" reach into objects'),
     equals: z.unknown().optional().describe('True when the variable deep-equals this value'),
     not_equals: z.unknown().optional().describe('True when the variable does not deep-equal this value'),
+    in: z.array(z.unknown()).optional().describe('True when the variable deep-equals one of these values'),
+    contains: z
+      .string()
+      .optional()
+      .describe('True when the variable, as text, contains this (ignoring case; WorkRail)'),
+    startsWith: z
+      .string()
+      .optional()
+      .describe('True when the variable, as text, starts with this (ignoring case; WorkRail)'),
+    endsWith: z
+      .string()
+      .optional()
+      .describe('True when the variable, as text, ends with this (ignoring case; WorkRail)'),
     gt: z.number().optional().describe('True when the variable is a number greater than this'),
     gte: z.number().optional().describe('True when the variable is a number greater than or equal to this'),
     lt: z.number().optional().describe('True when the variable is a number less than this'),
@@ -162,6 +189,232 @@ export const ValidationCriteriaSchema = z
 export type ValidationCriteria = z.infer<typeof ValidationCriteriaSchema>;
 
 // ---------------------------------------------------------------------------------------------
+// WorkRail fields (docs/workrail-compatibility.md says what each one does here)
+
+/** A piece of a prompt block item: text, or a reference to a built-in snippet (`{kind: "ref", refId}`). */
+export const PromptPartSchema = z
+  .union([
+    z.string().describe('Plain text'),
+    z
+      .looseObject({
+        kind: z.string().min(1).describe('"ref" (a built-in snippet named by refId) or "text"'),
+        refId: z
+          .string()
+          .min(1)
+          .optional()
+          .describe('For kind "ref": the snippet, e.g. wr.refs.notes_first_durability'),
+        text: z.string().optional().describe('For kind "text": the text'),
+      })
+      .describe('A structured part'),
+  ])
+  .meta({ id: 'PromptPart', description: 'Text or a reference inside a prompt block item' });
+export type PromptPart = z.infer<typeof PromptPartSchema>;
+
+const PromptBlockItemSchema = z
+  .union([z.string(), z.array(PromptPartSchema)])
+  .describe('One line of a block: text, or parts joined together');
+
+export const PromptBlockSchema = z
+  .union([
+    z.string().describe('A paragraph'),
+    z.array(PromptBlockItemSchema).describe('A list'),
+    z.record(z.string(), PromptBlockItemSchema).describe('Named entries, shown as "name: text"'),
+  ])
+  .meta({ id: 'PromptBlock', description: 'The content of one prompt block' });
+export type PromptBlock = z.infer<typeof PromptBlockSchema>;
+
+/** The block order of a rendered prompt (fixed, whatever order the file uses). */
+export const PROMPT_BLOCK_ORDER = ['goal', 'constraints', 'procedure', 'outputRequired', 'verify'] as const;
+
+export const PromptBlocksSchema = z
+  .strictObject({
+    goal: PromptBlockSchema.optional().describe('What the step must achieve (rendered first, as "Goal")'),
+    constraints: PromptBlockSchema.optional().describe('Rules the work must respect ("Constraints")'),
+    procedure: PromptBlockSchema.optional().describe('How to go about it, as numbered steps ("Procedure")'),
+    outputRequired: PromptBlockSchema.optional().describe('What the step must hand back ("Output required")'),
+    verify: PromptBlockSchema.optional().describe('Checks before finishing ("Verify")'),
+  })
+  .meta({
+    id: 'PromptBlocks',
+    description:
+      'A structured prompt (WorkRail): rendered as Markdown sections in the fixed order goal, constraints, procedure, outputRequired, verify',
+  });
+export type PromptBlocks = z.infer<typeof PromptBlocksSchema>;
+
+export const PromptFragmentSchema = z
+  .strictObject({
+    id: z.string().min(1).max(128).describe('Fragment id, unique within the step'),
+    when: ConditionSchema.optional().describe(
+      'The fragment is appended only when this holds (always when absent)',
+    ),
+    text: z.string().min(1).describe('Text appended to the step prompt'),
+  })
+  .meta({ id: 'PromptFragment', description: 'Conditional text appended to a step prompt (WorkRail)' });
+export type PromptFragment = z.infer<typeof PromptFragmentSchema>;
+
+const FUNCTION_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const FunctionDefinitionSchema = z
+  .strictObject({
+    name: z.string().regex(FUNCTION_NAME).describe('Function name (an identifier)'),
+    definition: z.string().min(1).describe('What the function means, shown to the agent'),
+    parameters: z
+      .array(
+        z
+          .strictObject({
+            name: z.string().regex(FUNCTION_NAME).describe('Parameter name'),
+            type: z.enum(['string', 'number', 'boolean', 'array', 'object']).describe('Parameter type'),
+            required: z.boolean().optional().describe('Must be given'),
+            description: z.string().optional().describe('What it is for'),
+            enum: z
+              .array(z.union([z.string(), z.number(), z.boolean()]))
+              .min(1)
+              .optional()
+              .describe('Allowed values'),
+            default: z.unknown().optional().describe('Default value'),
+          })
+          .describe('One parameter'),
+      )
+      .optional()
+      .describe('Parameters, shown with the definition'),
+    scope: z.enum(['workflow', 'loop', 'step']).optional().describe('Where it is declared (informational)'),
+  })
+  .meta({
+    id: 'FunctionDefinition',
+    description: 'A named instruction steps can refer to as name() (WorkRail functionDefinitions)',
+  });
+export type FunctionDefinition = z.infer<typeof FunctionDefinitionSchema>;
+
+const FunctionDefinitionsSchema = z
+  .array(FunctionDefinitionSchema)
+  .optional()
+  .describe('Named instructions; steps that reference them (functionReferences) get their definitions');
+
+export const ModelTierSchema = z
+  .enum(['lightweight', 'mid', 'heavy'])
+  .describe('Recommended model tier (WorkRail); shown as the step model hint');
+
+export const GateSchema = z
+  .strictObject({
+    kind: z
+      .enum(['coordinator_eval', 'human_approval'])
+      .describe('Who resolves the gate in WorkRail; here both ask the user to confirm'),
+    condition: ConditionSchema.optional().describe('The gate applies only when this holds'),
+  })
+  .describe('A confirmation gate with a kind (WorkRail)');
+
+export const RequireConfirmationSchema = z
+  .union([z.boolean(), ConditionSchema, GateSchema])
+  .describe(
+    'Ask the user to confirm before moving on: true, a condition (context-dependent), or a WorkRail gate {kind, condition}',
+  );
+
+export const OutputContractSchema = z
+  .strictObject({
+    contractRef: z
+      .string()
+      .min(1)
+      .describe('Artifact contract, e.g. wr.contracts.loop_control (the agent reports a loop decision)'),
+    required: z.boolean().optional().describe('The artifact must be in the output (default true)'),
+  })
+  .meta({ id: 'OutputContract', description: 'A typed artifact the step output must carry (WorkRail)' });
+export type OutputContract = z.infer<typeof OutputContractSchema>;
+
+export const AssessmentConsequenceSchema = z
+  .strictObject({
+    when: z
+      .strictObject({
+        anyEqualsLevel: z.string().min(1).describe('Fires when any reported dimension has this level'),
+        forAssessment: z
+          .string()
+          .min(1)
+          .optional()
+          .describe('Only dimensions of this assessment (one of the step assessmentRefs)'),
+      })
+      .describe('The trigger'),
+    effect: z
+      .strictObject({
+        kind: z.literal('require_followup').describe('The step stays current until reported otherwise'),
+        guidance: z.string().min(1).describe('What the agent must do before submitting again'),
+      })
+      .describe('What happens when it fires'),
+  })
+  .meta({ id: 'AssessmentConsequence', description: 'What a reported assessment level does (WorkRail)' });
+export type AssessmentConsequence = z.infer<typeof AssessmentConsequenceSchema>;
+
+export const AssessmentSchema = z
+  .strictObject({
+    id: z.string().min(1).max(128).describe('Assessment id, referenced by steps (assessmentRefs)'),
+    purpose: z.string().min(1).optional().describe('What the assessment judges'),
+    dimensions: z
+      .array(
+        z
+          .strictObject({
+            id: z.string().min(1).max(128).describe('Dimension id'),
+            purpose: z.string().min(1).optional().describe('What this dimension judges'),
+            levels: z.array(z.string().min(1)).min(1).describe('Allowed levels, e.g. ["low", "high"]'),
+          })
+          .describe('One dimension'),
+      )
+      .min(1)
+      .describe('The dimensions the agent rates'),
+  })
+  .meta({
+    id: 'Assessment',
+    description: 'A judgment the agent reports with a level per dimension (WorkRail)',
+  });
+export type Assessment = z.infer<typeof AssessmentSchema>;
+
+/** WorkRail step fields shared by prompt steps (inline loop bodies included). */
+const workrailStepFields = {
+  promptBlocks: PromptBlocksSchema.optional(),
+  promptFragments: z
+    .array(PromptFragmentSchema)
+    .optional()
+    .describe('Conditional text appended to the prompt when its `when` holds'),
+  functionDefinitions: FunctionDefinitionsSchema,
+  functionReferences: z
+    .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\(\)$/))
+    .optional()
+    .describe('Functions (name()) whose definitions are shown with this step'),
+  functionCalls: z
+    .array(
+      z
+        .strictObject({
+          name: z.string().regex(FUNCTION_NAME).describe('Function name'),
+          args: z.record(z.string(), z.unknown()).describe('Arguments'),
+        })
+        .describe('One call'),
+    )
+    .optional()
+    .describe('Function calls with arguments (shown with the step)'),
+  templateCall: z
+    .strictObject({
+      templateId: z.string().min(1).describe('A built-in template, e.g. wr.templates.routine.design-review'),
+      args: z.record(z.string(), z.unknown()).optional().describe('Template arguments'),
+    })
+    .optional()
+    .describe('Expands a built-in template into this step (instead of prompt)'),
+  outputContract: OutputContractSchema.optional(),
+  assessmentRefs: z
+    .array(z.string().min(1))
+    .optional()
+    .describe('Workflow assessments the agent reports with this step'),
+  assessmentConsequences: z
+    .array(AssessmentConsequenceSchema)
+    .max(10)
+    .optional()
+    .describe('What reported levels do (at most 10)'),
+  modelTier: ModelTierSchema.optional(),
+  hasValidation: z.boolean().optional().describe('WorkRail marker; accepted, no effect here'),
+  notesOptional: z.boolean().optional().describe('WorkRail marker; accepted, no effect here'),
+  parallelDelegations: z
+    .array(z.looseObject({}).describe('One delegation'))
+    .optional()
+    .describe('WorkRail sub-agent delegations; accepted and shown, not run by the server'),
+};
+
+// ---------------------------------------------------------------------------------------------
 // Steps
 
 const DependsOnSchema = z
@@ -178,22 +431,37 @@ const stepCommon = {
 export const PromptStepSchema = z
   .strictObject({
     ...stepCommon,
-    prompt: z.string().min(1).describe('What the agent must do in this step'),
+    prompt: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('What the agent must do in this step (or promptBlocks, or templateCall)'),
     agentRole: z.string().min(1).optional().describe('Role the agent should adopt for this step'),
     agent: z
       .string()
-      .regex(idRegex)
+      .regex(PERSONA_NAME)
       .optional()
       .describe('Persona (agent definition) that should carry out the step'),
     guidance: z.array(z.string().min(1)).optional().describe('Extra hints shown with the prompt'),
     askForFiles: z.boolean().optional().describe('The agent should ask the user for relevant files first'),
-    requireConfirmation: z
-      .union([z.boolean(), ConditionSchema])
-      .optional()
-      .describe('Ask the user to confirm before moving on; a condition makes this context-dependent'),
+    requireConfirmation: RequireConfirmationSchema.optional(),
     modelHint: z.string().min(1).optional().describe('Suggested kind of model for this step'),
     validationCriteria: ValidationCriteriaSchema.optional(),
     depends_on: DependsOnSchema,
+    ...workrailStepFields,
+  })
+  .superRefine((step, ctx) => {
+    // One source of text: prompt, or WorkRail's promptBlocks or templateCall.
+    const sources = [step.prompt, step.promptBlocks, step.templateCall].filter((v) => v !== undefined).length;
+    if (sources === 0)
+      ctx.addIssue({ code: 'invalid_type', expected: 'string', input: undefined, path: ['prompt'] });
+    else if (sources > 1)
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: 'give only one of prompt, promptBlocks and templateCall',
+        params: { rule: 'promptSource' },
+      });
   })
   .meta({ id: 'PromptStep', description: 'A step the agent carries out' });
 export type PromptStep = z.infer<typeof PromptStepSchema>;
@@ -319,6 +587,28 @@ export const COMMAND_LIMITS = {
 /** Iteration cap of every loop. */
 export const MAX_LOOP_ITERATIONS = 10_000;
 
+/** Where a while/until loop gets its decision (WorkRail): the agent's loop-control artifact, or a condition. */
+export const ConditionSourceSchema = z
+  .union([
+    z
+      .strictObject({
+        kind: z.literal('artifact_contract').describe("The agent's artifact decides"),
+        contractRef: z
+          .literal('wr.contracts.loop_control')
+          .describe('The loop-control contract: {kind: "wr.loop_control", decision: "continue" | "stop"}'),
+        loopId: z.string().min(1).describe('Name artifacts may give (loopId) to address this loop'),
+      })
+      .describe('The loop goes on while the latest loop-control artifact says "continue"'),
+    z
+      .strictObject({
+        kind: z.literal('context_variable').describe('A context condition decides'),
+        condition: ConditionSchema,
+      })
+      .describe('Same as the loop condition'),
+  ])
+  .describe('Where the loop decision comes from; a while/until loop needs this or condition');
+export type ConditionSource = z.infer<typeof ConditionSourceSchema>;
+
 const loopCommon = {
   maxIterations: z
     .number()
@@ -338,14 +628,16 @@ export const LoopConfigSchema = z
     z
       .strictObject({
         type: z.literal('while').describe('Repeat while the condition holds (checked before each iteration)'),
-        condition: ConditionSchema,
+        condition: ConditionSchema.optional(),
+        conditionSource: ConditionSourceSchema.optional(),
         ...loopCommon,
       })
       .describe('while loop'),
     z
       .strictObject({
         type: z.literal('until').describe('Repeat until the condition holds (checked after each iteration)'),
-        condition: ConditionSchema,
+        condition: ConditionSchema.optional(),
+        conditionSource: ConditionSourceSchema.optional(),
         ...loopCommon,
       })
       .describe('until loop'),
@@ -384,6 +676,11 @@ export const LoopStepSchema = z
     ...stepCommon,
     type: z.literal('loop').describe('Marks a loop step'),
     prompt: z.string().min(1).optional().describe('Optional note shown with each body step'),
+    agentRole: z.string().min(1).optional().describe('Role for the body steps that set none'),
+    requireConfirmation: RequireConfirmationSchema.optional().describe(
+      'WorkRail allows it on loops; accepted, no effect here (set it on body steps)',
+    ),
+    functionDefinitions: FunctionDefinitionsSchema,
     loop: LoopConfigSchema,
     body: z
       .union([
@@ -476,6 +773,68 @@ export const WorkflowSchema = z
       .optional()
       .describe('What must be installed for the workflow to run'),
     final_output: z.unknown().optional().describe('What the workflow produces; may use ${{ }} templates'),
+    about: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Longer Markdown description (WorkRail); shown by workflow_get'),
+    examples: z
+      .array(z.string().min(1))
+      .optional()
+      .describe('Example goals for the workflow (WorkRail); shown by workflow_get'),
+    agentRole: z.string().min(1).optional().describe('Role for every step that sets none (WorkRail)'),
+    modelTier: ModelTierSchema.optional(),
+    functionDefinitions: FunctionDefinitionsSchema,
+    assessments: z
+      .array(AssessmentSchema)
+      .optional()
+      .describe('Judgments steps ask the agent to report (assessmentRefs)'),
+    references: z
+      .array(
+        z
+          .looseObject({
+            id: z.string().min(1).describe('Reference id'),
+            title: z.string().min(1).describe('Title'),
+            source: z.string().min(1).describe('Path or URL of the document'),
+            purpose: z.string().optional().describe('Why it matters'),
+            authoritative: z.boolean().optional().describe('Whether it is the source of truth'),
+          })
+          .describe('One reference'),
+      )
+      .optional()
+      .describe('Documents the agent may read (WorkRail); listed in the first step guidance'),
+    metricsProfile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'WorkRail session-metrics profile (coding, review, research, none); accepted, no effect here',
+      ),
+    recommendedPreferences: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('WorkRail autonomy and risk preferences; accepted, no effect here'),
+    features: z
+      .array(
+        z.union([
+          z.string().min(1),
+          z.looseObject({ id: z.string().min(1).describe('Feature id') }).describe('A feature with config'),
+        ]),
+      )
+      .optional()
+      .describe('WorkRail compiler features (e.g. wr.features.subagent_guidance); accepted, no effect here'),
+    capabilities: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('WorkRail agent capabilities (delegation, web_browsing); accepted, no effect here'),
+    extensionPoints: z
+      .array(z.looseObject({}).describe('One extension point'))
+      .optional()
+      .describe('WorkRail binding slots; accepted, no effect here'),
+    validatedAgainstSpecVersion: z
+      .union([z.number(), z.string()])
+      .optional()
+      .describe('WorkRail authoring-spec stamp; accepted, no effect here'),
     steps: z.array(StepSchema).min(1).describe('Ordered steps'),
   })
   .meta({
@@ -510,4 +869,30 @@ export function workflowJsonSchema(): Record<string, unknown> {
 
 export function isLoopStep(step: Step): step is LoopStep {
   return 'type' in step && step.type === 'loop';
+}
+
+/** A WorkRail gate counts as a confirmation: its condition when it has one, else always. */
+export function confirmationRule(step: {
+  requireConfirmation?: PromptStep['requireConfirmation'];
+}): boolean | Condition | undefined {
+  const rc = step.requireConfirmation;
+  if (rc === undefined || typeof rc === 'boolean') return rc;
+  if ('kind' in rc) return rc.condition ?? true;
+  return rc;
+}
+
+/** The condition of a while/until loop: its own, or the one a context_variable conditionSource names. */
+export function loopCondition(cfg: LoopConfig): Condition | undefined {
+  if (cfg.type !== 'while' && cfg.type !== 'until') return undefined;
+  if (cfg.condition !== undefined) return cfg.condition;
+  return cfg.conditionSource?.kind === 'context_variable' ? cfg.conditionSource.condition : undefined;
+}
+
+/** A loop decided by the agent's loop-control artifact (WorkRail artifact_contract). */
+export function isArtifactLoop(cfg: LoopConfig): boolean {
+  return (
+    (cfg.type === 'while' || cfg.type === 'until') &&
+    cfg.condition === undefined &&
+    cfg.conditionSource?.kind === 'artifact_contract'
+  );
 }

@@ -9,6 +9,7 @@ import {
   isCommandStep,
   isLoopStep,
   type LoopStep,
+  loopCondition,
   type Step,
   type Workflow,
 } from '../model/workflow.js';
@@ -81,9 +82,11 @@ function loopText(step: LoopStep): string {
   const max = `max ${loop.maxIterations}`;
   switch (loop.type) {
     case 'while':
-      return `while ${conditionText(loop.condition)} (${max})`;
-    case 'until':
-      return `until ${conditionText(loop.condition)} (${max})`;
+    case 'until': {
+      const condition = loopCondition(loop);
+      const decided = condition ? conditionText(condition) : 'the agent says continue';
+      return `${loop.type} ${decided} (${max})`;
+    }
     case 'for':
       return `${loop.count} times (${max})`;
     case 'forEach':

@@ -1,10 +1,13 @@
 import { conditionVariables } from '../engine/conditions.js';
 import { serverOwnedKeys } from '../engine/next-step.js';
+import { stepPromptText, workrailWarnings } from '../engine/workrail.js';
 import type { Violation } from '../model/violation.js';
 import {
   type Condition,
+  confirmationRule,
   isCommandStep,
   isLoopStep,
+  loopCondition,
   type PromptStep,
   type ValidationCriterion,
   type VarCondition,
@@ -39,8 +42,8 @@ export function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | unde
   };
   const visitPrompt = (step: PromptStep, path: string) => {
     reads(step.runCondition, `${path}/runCondition`);
-    if (typeof step.requireConfirmation === 'object')
-      reads(step.requireConfirmation, `${path}/requireConfirmation`);
+    const confirm = confirmationRule(step);
+    if (typeof confirm === 'object') reads(confirm, `${path}/requireConfirmation`);
     for (const c of criteriaList(step.validationCriteria)) reads(c, `${path}/validationCriteria`);
     if (step.runCondition !== undefined && !satisfiable(step.runCondition)) {
       out.push({
@@ -72,7 +75,7 @@ export function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | unde
     }
     reads(step.runCondition, `${path}/runCondition`);
     const cfg = step.loop;
-    if (cfg.type === 'while' || cfg.type === 'until') reads(cfg.condition, `${path}/loop/condition`);
+    if (cfg.type === 'while' || cfg.type === 'until') reads(loopCondition(cfg), `${path}/loop/condition`);
     if (cfg.type === 'for' && typeof cfg.count === 'string') checkVar(cfg.count, `${path}/loop/count`);
     if (cfg.type === 'forEach') checkVar(cfg.items, `${path}/loop/items`);
     if (
@@ -87,6 +90,7 @@ export function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | unde
       });
     }
   });
+  out.push(...workrailWarnings(workflow));
   return out;
 }
 
@@ -109,11 +113,20 @@ function criteriaList(criteria: PromptStep['validationCriteria']): Condition[] {
 function documentationWords(workflow: Workflow): { mentions(name: string): boolean } {
   const parts: string[] = [
     workflow.description,
+    workflow.about ?? '',
+    ...(workflow.functionDefinitions ?? []).map((f) => f.definition),
     ...(workflow.preconditions ?? []),
     ...(workflow.clarificationPrompts ?? []),
     ...(workflow.metaGuidance ?? []),
   ];
-  const prompt = (s: PromptStep) => parts.push(s.title, s.prompt, ...(s.guidance ?? []), s.agentRole ?? '');
+  const prompt = (s: PromptStep) =>
+    parts.push(
+      s.title,
+      stepPromptText(s),
+      ...(s.promptFragments ?? []).map((f) => f.text),
+      ...(s.guidance ?? []),
+      s.agentRole ?? '',
+    );
   for (const step of workflow.steps) {
     if (isLoopStep(step)) {
       parts.push(step.title, step.prompt ?? '');

@@ -1,5 +1,6 @@
 import type * as z from 'zod';
 import { expressionsIn, parseReference } from '../engine/templating.js';
+import { workrailViolations } from '../engine/workrail.js';
 import type { Violation } from '../model/violation.js';
 import { isCommandStep, isLoopStep, type Workflow, WorkflowSchema } from '../model/workflow.js';
 
@@ -47,8 +48,10 @@ function issuesToViolations(issues: readonly Issue[], root: unknown, base: Prope
     if (issue.code === 'invalid_union' && issue.errors.length > 0) {
       // Report the alternative that came closest rather than every branch's complaints; a branch
       // that only says "wrong type here" loses a tie (a string duration is not "expected number").
+      // Unknown keys count one per key: a command step is not "a prompt step with two unknown keys".
       const score = (branch: readonly Issue[]) =>
-        branch.length + (branch.every((i) => i.code === 'invalid_type' && i.path.length === 0) ? 0.5 : 0);
+        branch.reduce((n, i) => n + (i.code === 'unrecognized_keys' ? i.keys.length : 1), 0) +
+        (branch.every((i) => i.code === 'invalid_type' && i.path.length === 0) ? 0.5 : 0);
       const best = [...issue.errors].sort((a, b) => score(a) - score(b))[0] ?? [];
       const nearest = best.filter((i) => !(i.code === 'unrecognized_keys' && best.length > 1));
       out.push(...issuesToViolations(nearest.length > 0 ? nearest : best, root, path));
@@ -115,8 +118,16 @@ function issueToViolation(issue: Issue, path: PropertyKey[], root: unknown): Vio
         expected: issue.values.map((v) => JSON.stringify(v)).join(' | '),
         actual: describeValue(actualValue),
       };
-    default:
-      return { path: pointer, rule: issue.code, message: issue.message, actual: describeValue(actualValue) };
+    default: {
+      // A refinement may name its rule (PromptStep's promptSource).
+      const rule = (issue as { params?: { rule?: unknown } }).params?.rule;
+      return {
+        path: pointer,
+        rule: typeof rule === 'string' ? rule : issue.code,
+        message: issue.message,
+        actual: describeValue(actualValue),
+      };
+    }
   }
 }
 
@@ -185,6 +196,7 @@ function semanticViolations(workflow: Workflow): Violation[] {
     }
     bodyRefs.set(step.body, i);
   });
+  out.push(...workrailViolations(workflow));
   out.push(...templateViolations(workflow));
   return out;
 }
@@ -213,7 +225,11 @@ export function templatePlaces(workflow: Workflow): { path: string; value: unkno
       if (step.body !== undefined) places.push({ path: `${path}/body`, value: step.body, before });
     } else if (!isLoopStep(step)) {
       places.push({ path: `${path}/title`, value: step.title, before });
-      places.push({ path: `${path}/prompt`, value: step.prompt, before });
+      if (step.prompt !== undefined) places.push({ path: `${path}/prompt`, value: step.prompt, before });
+      if (step.promptBlocks !== undefined)
+        places.push({ path: `${path}/promptBlocks`, value: step.promptBlocks, before });
+      if (step.promptFragments !== undefined)
+        places.push({ path: `${path}/promptFragments`, value: step.promptFragments, before });
       if (step.guidance) places.push({ path: `${path}/guidance`, value: step.guidance, before });
     }
     if (!order.has(step.id)) order.set(step.id, order.size);

@@ -2,7 +2,13 @@ import { InputChecker } from '../../catalogs/input-check.js';
 import { conditionVariables } from '../../engine/conditions.js';
 import { fail } from '../../engine/errors.js';
 import type { ValidationEngine } from '../../engine/validation-engine.js';
-import { isLoopStep, isPromptStep, type Workflow } from '../../model/workflow.js';
+import {
+  confirmationRule,
+  isLoopStep,
+  isPromptStep,
+  loopCondition,
+  type Workflow,
+} from '../../model/workflow.js';
 import { checkManifest, type Finding } from '../../workflows/manifest-check.js';
 import { formatOf } from '../../workflows/parse.js';
 import type { PersonaRegistry } from '../../workflows/personas.js';
@@ -42,11 +48,12 @@ export function contextVariables(workflow: Workflow): string[] {
     if (isLoopStep(step)) {
       const cfg = step.loop;
       if (cfg.type === 'while' || cfg.type === 'until')
-        for (const v of conditionVariables(cfg.condition)) vars.add(v);
+        for (const v of conditionVariables(loopCondition(cfg))) vars.add(v);
       if (cfg.type === 'for' && typeof cfg.count === 'string') vars.add(cfg.count);
       if (cfg.type === 'forEach') vars.add(cfg.items);
-    } else if (isPromptStep(step) && typeof step.requireConfirmation === 'object') {
-      for (const v of conditionVariables(step.requireConfirmation)) vars.add(v);
+    } else if (isPromptStep(step)) {
+      const rule = confirmationRule(step);
+      if (typeof rule === 'object') for (const v of conditionVariables(rule)) vars.add(v);
     }
   }
   return [...vars].sort();

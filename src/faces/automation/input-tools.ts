@@ -12,6 +12,7 @@ import {
   type TemplateScope,
 } from '../../engine/templating.js';
 import type { ValidationEngine } from '../../engine/validation-engine.js';
+import { stepPromptText } from '../../engine/workrail.js';
 import { IdSchema, isCommandStep, type Workflow } from '../../model/workflow.js';
 import { checkManifest } from '../../workflows/manifest-check.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
@@ -240,7 +241,7 @@ export function inputTools(deps: InputToolDeps): ToolDefinition[] {
               }
             : {
                 title: step.title,
-                prompt: step.prompt,
+                prompt: stepPromptText(step),
                 ...(step.guidance ? { guidance: step.guidance } : {}),
               };
           // Text an agent will read is shown as it will read it (values marked as data); command

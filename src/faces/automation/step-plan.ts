@@ -1,5 +1,6 @@
 import { type Context, conditionVariables, evaluateCondition, readPath } from '../../engine/conditions.js';
 import { expressionsIn, parseReference } from '../../engine/templating.js';
+import { stepPromptText } from '../../engine/workrail.js';
 import {
   type ActionStep,
   type Condition,
@@ -78,7 +79,7 @@ function dependencies(step: Workflow['steps'][number]): string[] {
     ? [step.with, step.body]
     : isLoopStep(step)
       ? []
-      : [step.prompt, step.title, step.guidance];
+      : [stepPromptText(step), step.title, step.guidance];
   const implicit = values
     .flatMap(expressionsIn)
     .map(parseReference)
