@@ -317,8 +317,11 @@ describe('bounded work and memory', () => {
         const first = await round();
         const rounds: number[] = [];
         for (let i = 0; i < 4; i++) rounds.push(await round());
-        // 8,000 distinct schemas after the first 2,000: the old engine grew about 5 MB per 1,000, for good.
-        expect(Math.max(...rounds) - first).toBeLessThan(20);
+        // 8,000 distinct schemas after the first 2,000: the old engine grew about 5 MB per 1,000, for good
+        // (35-40 MB by the last two rounds). The lower of those two leaves out a collection that has not
+        // run yet, which alone exceeded 20 MB on a loaded machine.
+        const settled = Math.min(...rounds.slice(-2));
+        expect(settled - first).toBeLessThan(25);
       } finally {
         raw.kill();
       }
