@@ -42,6 +42,18 @@ describe('checkDefinition levels', () => {
     expect(authoring.warnings.map((w) => w.rule)).toEqual(['undocumentedVariable']);
   });
 
+  it('a prompt fragment condition is a read like any other: an unmentioned variable is warned about', async () => {
+    const fragments = workflow(
+      {},
+      { promptFragments: [{ id: 'care', when: { var: 'hiddenKnob', equals: 'on' }, text: 'Extra care.' }] },
+    );
+    const authoring = await checkDefinition({ data: fragments }, 'authoring', { engine });
+    expect(authoring.errors).toEqual([]);
+    expect(authoring.warnings.map((w) => [w.path, w.rule, w.actual])).toEqual([
+      ['/steps/0/promptFragments/0/when', 'undocumentedVariable', 'hiddenKnob'],
+    ]);
+  });
+
   it('env names must be allowed, in templates and in input defaults', async () => {
     const env = workflow(
       { inputs: { token: { type: 'string', description: 'x', default: { env: 'HOME' } } } },

@@ -45,6 +45,9 @@ export function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | unde
     const confirm = confirmationRule(step);
     if (typeof confirm === 'object') reads(confirm, `${path}/requireConfirmation`);
     for (const c of criteriaList(step.validationCriteria)) reads(c, `${path}/validationCriteria`);
+    step.promptFragments?.forEach((fragment, k) => {
+      if (fragment.when !== undefined) reads(fragment.when, `${path}/promptFragments/${k}/when`);
+    });
     if (step.runCondition !== undefined && !satisfiable(step.runCondition)) {
       out.push({
         path: `${path}/runCondition`,
