@@ -103,7 +103,12 @@ describe('WorkRail workflows', () => {
     const checked = await call('workflow_validate_manifest', { manifest: got });
     expect(checked.valid).toBe(true);
     expect(checked.warnings.map((w: Json) => w.actual)).toEqual(
-      expect.arrayContaining(['metricsProfile', 'features', 'hasValidation', 'parallelDelegations']),
+      expect.arrayContaining([
+        'metricsProfile',
+        'features',
+        'hasValidation',
+        'parallelDelegations (no sub-agents are spawned)',
+      ]),
     );
   });
 
@@ -188,7 +193,14 @@ describe('WorkRail workflows', () => {
     expect(review.agent_content).toContain('Run the design-review routine');
     expect(review.agent_content).toContain('wr.routine-design-review');
     expect(review.agent_content).toContain('shelf-review.md');
-    expect((await submit(review, 'No findings.')).workflow_state).toBe('completed');
+    // A parallel step's text is its delegations, each with its workflow, model tier and arguments.
+    const both = await submit(review, 'No findings.');
+    expect(both.step_name).toBe('double-check');
+    expect(both.agent_content).toContain(
+      '"wr.routine-load-check" (model tier: mid), with deliverableName: load.md',
+    );
+    expect(both.agent_content).toContain('"wr.routine-style-check" (model tier: lightweight)');
+    expect((await submit(both, 'Holds 40 kg; plain oak finish.')).workflow_state).toBe('completed');
 
     const got = await call('workflow_get', { id: 'wr.routine-call' });
     got.steps[1].templateCall.templateId = 'wr.templates.routine.nope';
@@ -200,9 +212,14 @@ describe('WorkRail workflows', () => {
     });
     expect(checked.violations[0].message).toContain('wr.templates.routine.nope');
     got.steps[1].prompt = 'Also a prompt.';
-    const both = await call('workflow_validate_manifest', { manifest: got });
-    expect(both.violations).toContainEqual(
+    const twoSources = await call('workflow_validate_manifest', { manifest: got });
+    expect(twoSources.violations).toContainEqual(
       expect.objectContaining({ rule: 'promptSource', path: '/steps/1' }),
+    );
+    got.steps[2].parallelDelegations = [];
+    const empty = await call('workflow_validate_manifest', { manifest: got });
+    expect(empty.violations).toContainEqual(
+      expect.objectContaining({ rule: 'parallelStep', path: '/steps/2/parallelDelegations' }),
     );
   });
 

@@ -143,13 +143,38 @@ export function expandTemplate(
 // ---------------------------------------------------------------------------------------------
 // Step text
 
-/** The step's own instruction: prompt, else its rendered promptBlocks, else its expanded template. */
+/**
+ * The step's own instruction: prompt, else its rendered promptBlocks, else its expanded template; its
+ * parallelDelegations follow (or are the whole text of a parallel step).
+ */
 export function stepPromptText(step: PromptStep): string {
-  if (step.prompt !== undefined) return step.prompt;
-  if (step.promptBlocks !== undefined) return renderPromptBlocks(step.promptBlocks);
-  if (step.templateCall !== undefined)
-    return expandTemplate(step.templateCall.templateId, step.templateCall.args) ?? '';
-  return '';
+  const own =
+    step.prompt ??
+    (step.promptBlocks !== undefined ? renderPromptBlocks(step.promptBlocks) : undefined) ??
+    (step.templateCall !== undefined
+      ? (expandTemplate(step.templateCall.templateId, step.templateCall.args) ?? '')
+      : undefined);
+  const delegations = step.parallelDelegations ?? [];
+  if (delegations.length === 0) return own ?? '';
+  return own === undefined ? delegationText(delegations) : `${own}\n\n${delegationText(delegations)}`;
+}
+
+/** A parallel step's instruction: the hand-offs to run side by side, then bringing their results together. */
+function delegationText(delegations: NonNullable<PromptStep['parallelDelegations']>): string {
+  const lines = delegations.map((d, i) => {
+    const who =
+      typeof d.workflowId === 'string' ? `follow the workflow "${d.workflowId}"` : 'do the part below';
+    const tier = d.modelTier !== undefined ? ` (model tier: ${d.modelTier})` : '';
+    const args = Object.entries(d.args ?? {})
+      .map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`)
+      .join('; ');
+    return `${i + 1}. ${who}${tier}${args ? `, with ${args}` : ''}`;
+  });
+  return [
+    'Hand these independent parts to sub-agents side by side when you can (otherwise do them one after another yourself):',
+    lines.join('\n'),
+    'Then read what each part produced, check it against the evidence yourself, and summarize the combined result in your output.',
+  ].join('\n\n');
 }
 
 /** Texts of the step's promptFragments whose `when` holds in the context, in file order. */
@@ -523,7 +548,7 @@ const INERT_ROOT = [
   'extensionPoints',
   'validatedAgainstSpecVersion',
 ] as const;
-const INERT_STEP = ['hasValidation', 'notesOptional', 'parallelDelegations', 'functionCalls'] as const;
+const INERT_STEP = ['hasValidation', 'notesOptional', 'functionCalls', 'audit', 'verification'] as const;
 
 export function workrailWarnings(workflow: Workflow): Violation[] {
   const out: Violation[] = [];
@@ -547,6 +572,9 @@ export function workrailWarnings(workflow: Workflow): Violation[] {
   const unknownRefs = new Set<string>();
   const visit = (step: Record<string, unknown>, path: string) => {
     for (const field of INERT_STEP) if (step[field] !== undefined) note(field, `${path}/${field}`);
+    // Delegations are listed in the prompt either way; what the server does not do is run them.
+    if (step.parallelDelegations !== undefined)
+      note('parallelDelegations (no sub-agents are spawned)', `${path}/parallelDelegations`);
     const contract = (step.outputContract as { contractRef?: unknown } | undefined)?.contractRef;
     if (typeof contract === 'string' && contract !== LOOP_CONTROL_CONTRACT)
       note(`outputContract ${contract}`, `${path}/outputContract`);

@@ -409,9 +409,29 @@ const workrailStepFields = {
   hasValidation: z.boolean().optional().describe('WorkRail marker; accepted, no effect here'),
   notesOptional: z.boolean().optional().describe('WorkRail marker; accepted, no effect here'),
   parallelDelegations: z
-    .array(z.looseObject({}).describe('One delegation'))
+    .array(
+      z
+        .looseObject({
+          workflowId: z.string().min(1).optional().describe('The workflow (routine) the sub-agent follows'),
+          modelTier: ModelTierSchema.optional(),
+          args: z.record(z.string(), z.unknown()).optional().describe('Arguments for the sub-agent'),
+        })
+        .describe('One delegation'),
+    )
     .optional()
-    .describe('WorkRail sub-agent delegations; accepted and shown, not run by the server'),
+    .describe(
+      'WorkRail sub-agent delegations: listed in the prompt (its whole text when the step has no other); the server spawns no sub-agent',
+    ),
+  audit: z
+    .looseObject({})
+    .optional()
+    .describe(
+      'WorkRail audit hand-off (e.g. {delegate: {workflowId, modelTier, args}}); kept, no effect here',
+    ),
+  verification: z
+    .looseObject({})
+    .optional()
+    .describe('WorkRail verification settings (e.g. {cognitive: true}); kept, no effect here'),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -431,6 +451,10 @@ const stepCommon = {
 export const PromptStepSchema = z
   .strictObject({
     ...stepCommon,
+    type: z
+      .literal('parallel')
+      .optional()
+      .describe('WorkRail: the step is its parallelDelegations, which then give its prompt'),
     prompt: z
       .string()
       .min(1)
@@ -453,7 +477,14 @@ export const PromptStepSchema = z
   .superRefine((step, ctx) => {
     // One source of text: prompt, or WorkRail's promptBlocks or templateCall.
     const sources = [step.prompt, step.promptBlocks, step.templateCall].filter((v) => v !== undefined).length;
-    if (sources === 0)
+    if (step.type === 'parallel' && (step.parallelDelegations ?? []).length === 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['parallelDelegations'],
+        message: 'a parallel step needs at least one of parallelDelegations',
+        params: { rule: 'parallelStep' },
+      });
+    if (sources === 0 && step.type !== 'parallel')
       ctx.addIssue({ code: 'invalid_type', expected: 'string', input: undefined, path: ['prompt'] });
     else if (sources > 1)
       ctx.addIssue({
@@ -596,7 +627,11 @@ export const ConditionSourceSchema = z
         contractRef: z
           .literal('wr.contracts.loop_control')
           .describe('The loop-control contract: {kind: "wr.loop_control", decision: "continue" | "stop"}'),
-        loopId: z.string().min(1).describe('Name artifacts may give (loopId) to address this loop'),
+        loopId: z
+          .string()
+          .min(1)
+          .optional()
+          .describe("Name artifacts may give (loopId) to address this loop, besides the loop step's id"),
       })
       .describe('The loop goes on while the latest loop-control artifact says "continue"'),
     z
