@@ -273,7 +273,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
 
   const guide = guideLoader(config.packageRoot);
   const faces: [Profile, ToolDefinition[]][] = [
-    ['guidance', guidanceTools({ registry, engine, allowedEnv: config.allowedEnv })],
+    ['guidance', guidanceTools({ registry, engine, catalogs, allowedEnv: config.allowedEnv })],
     ['executions', executionTools(executions)],
     [
       'authoring',
