@@ -89,6 +89,7 @@ async function scenario(name, env) {
   const tool = (toolName, args) => ['tools/call', () => ({ name: toolName, arguments: args })];
   const calls = {
     workflow_list: tool('workflow_list', {}),
+    'workflow_list {limit: 50}': tool('workflow_list', { limit: 50 }),
     workflow_get: tool('workflow_get', { id: 'coding-task-workflow' }),
     workflow_next: tool('workflow_next', {
       workflowId: 'coding-task-workflow',
