@@ -24,7 +24,7 @@ const load = async () => {
 if (prelude === undefined) await load();
 else {
   // Loading the server holds the event loop for a while: it starts once the client has what it asks
-  // for at start (tools/list answered, or any other request), or soon after the first byte anyway.
+  // for at start (tools/list answered, or any other request), or 20 ms after start at the latest.
   let loading = false;
   const start = () => {
     if (loading) return;
@@ -32,10 +32,9 @@ else {
     clearTimeout(timer);
     void load();
   };
-  let timer: NodeJS.Timeout | undefined;
+  // Soon after start in any case: configuration that cannot work is refused at start (exit 2), not
+  // when a client first writes.
+  const timer = setTimeout(start, 20);
   prelude.onBusy = start;
-  process.stdin.once('data', () => {
-    timer = setTimeout(start, 15);
-  });
   process.stdin.once('end', start);
 }

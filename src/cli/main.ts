@@ -543,6 +543,8 @@ export function run(argv: string[], started?: StdioPrelude): void {
       process.exitCode = code;
     },
     (error: unknown) => {
+      // Nobody will serve what the prelude would hand over: stop reading, so that the process ends.
+      prelude?.close();
       if (error instanceof UsageError) {
         const help = error.command ? commandHelp(COMMANDS[error.command] as Command) : mainHelp();
         process.stderr.write(`workflowlookup: ${error.message}\n\n${help}\n`);

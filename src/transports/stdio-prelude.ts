@@ -62,12 +62,17 @@ export class StdioPrelude {
     stdin.on('end', this.onEnd);
   }
 
-  /** Stops answering; the server processes what was read (and reads on from the stream itself). */
-  handoff(): PreludeHandoff {
+  /** Stops listening, so that a server that failed to start lets the process end. */
+  close(): void {
     this.finish();
     this.stdin.off('data', this.onData);
     this.stdin.off('end', this.onEnd);
     this.stdin.pause();
+  }
+
+  /** Stops answering; the server processes what was read (and reads on from the stream itself). */
+  handoff(): PreludeHandoff {
+    this.close();
     const lines = this.initialize ? [Buffer.from(`${JSON.stringify(this.initialize)}\n`)] : [];
     return {
       replay: Buffer.concat([...lines, ...this.chunks, this.pending]),

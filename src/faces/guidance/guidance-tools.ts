@@ -120,7 +120,15 @@ export function guidanceTools({
     await registry.ready();
     const base = registry.list();
     if (catalogs === undefined) return base;
-    await catalogs.ready();
+    // Listing never depends on the store: catalogs that cannot be read now (a database that is down)
+    // leave the workflows unmarked, and workflow_start says what is wrong.
+    if (
+      !(await catalogs.ready().then(
+        () => true,
+        () => false,
+      ))
+    )
+      return base;
     const reasons = new Map<string, string>();
     for (const summary of base.workflows) {
       const entry = registry.get(summary.id);
