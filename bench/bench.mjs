@@ -1,96 +1,55 @@
-// Benchmark of the built server over stdio (not a test): start-up, per-tool round trips, peak RSS.
+// Benchmark of the built server over stdio (not a test): start-up, per-tool round trips, peak RSS,
+// each start-up number also as a ratio to the floor (a bare Node process that answers each JSON line,
+// bench/floor-server.mjs) measured in the same run. The server is launched as clients launch it:
+// `node dist/cli.js`, no node flags. Then every scenario module in bench/scenarios/ (title, run(ctx),
+// report(result, ctx), optional skip(ctx)). Progress goes to stderr.
 // Usage: npm run bench [-- --calls 2000 --spawns 15 --loop-steps 5000 --executions 10000 --tasks 100
 // --dashboard-executions 100000]; the dashboard part alone: node bench/dashboard.mjs.
 // Results: bench/results/latest.json.
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { dashboardScenario, printDashboard } from './dashboard.mjs';
+import { cliOf, INIT_PARAMS, LineServer, measureFloor, ratio, ROOT as root, spawnTimes } from './lib.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'dist', 'cli.js');
+const cli = cliOf(root);
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
   return i === -1 ? fallback : Number(process.argv[i + 1]);
 };
 const CALLS = arg('calls', 2000);
-// Launch exactly as the bin does: node with the flags of the bundle's shebang.
-const nodeFlags = (/^#!.*\bnode\b(.*)$/m.exec(readFileSync(cli, 'utf8').split('\n')[0] ?? '')?.[1] ?? '')
-  .trim()
-  .split(/\s+/)
-  .filter(Boolean);
+const progress = (message) =>
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 const SPAWNS = arg('spawns', 15);
 const LOOP_STEPS = arg('loop-steps', 5000);
 const EXECUTIONS = arg('executions', 10000);
 const TASKS = arg('tasks', 100);
-
-const INIT = {
-  jsonrpc: '2.0',
-  id: 0,
-  method: 'initialize',
-  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
-};
 
 function quantile(sorted, q) {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 const round = (n) => Math.round(n * 1000) / 1000;
 
-class Server {
+/** The built server, launched as clients launch it. */
+class Server extends LineServer {
   constructor(env) {
-    this.t0 = performance.now();
-    this.child = spawn(process.execPath, [...nodeFlags, cli], { env, stdio: ['pipe', 'pipe', 'inherit'] });
-    this.pending = new Map();
-    this.buffer = '';
-    this.child.stdout.setEncoding('utf8');
-    this.child.stdout.on('data', (chunk) => {
-      this.buffer += chunk;
-      let nl = this.buffer.indexOf('\n');
-      while (nl !== -1) {
-        const msg = JSON.parse(this.buffer.slice(0, nl));
-        this.buffer = this.buffer.slice(nl + 1);
-        if (msg.id === undefined) this.onNotification?.(msg);
-        this.pending.get(msg.id)?.(msg);
-        this.pending.delete(msg.id);
-        nl = this.buffer.indexOf('\n');
-      }
-    });
-    this.nextId = 1;
-  }
-  request(method, params, id = this.nextId++) {
-    return new Promise((resolve) => {
-      this.pending.set(id, resolve);
-      this.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
-    });
-  }
-  peakRssMb() {
-    const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
-    return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-  }
-  async stop() {
-    const exited = new Promise((r) => this.child.on('exit', r));
-    this.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 'bye', method: 'shutdown' })}\n`);
-    await exited;
+    super(cli, env);
   }
 }
 
+const listCall = (args = {}) => ['tools/call', { name: 'workflow_list', arguments: args }];
+
+/**
+ * Start-up as a client feels it: spawn → the answer to `tools/list` sent right after `initialize`, and
+ * spawn → the first `workflow_list` answer (each a fresh process; the definition cache is warm after
+ * the first). The first spawn of a new data dir (cold cache) is reported apart.
+ */
 async function startup(env) {
-  const samples = [];
-  for (let i = 0; i < SPAWNS; i++) {
-    const server = new Server(env);
-    const res = await server.request(INIT.method, INIT.params, 0);
-    samples.push(performance.now() - server.t0);
-    if (!res.result) throw new Error(`initialize failed: ${JSON.stringify(res)}`);
-    await server.stop();
-  }
-  samples.sort((a, b) => a - b);
-  return {
-    medianMs: round(quantile(samples, 0.5)),
-    p99Ms: round(quantile(samples, 0.99)),
-    samples: samples.length,
-  };
+  const cold = await spawnTimes(cli, env, 1, (s) => s.handshakeThen(...listCall()));
+  const toolsList = await spawnTimes(cli, env, SPAWNS, (s) => s.handshakeThen('tools/list', {}));
+  const workflowList = await spawnTimes(cli, env, SPAWNS, (s) => s.handshakeThen(...listCall()));
+  return { toolsList, workflowList, coldWorkflowList: cold };
 }
 
 async function roundTrips(server, label, method, paramsFor) {
@@ -111,7 +70,7 @@ async function toolListSizes(env) {
   const sizes = {};
   for (const profile of ['guidance', 'executions', 'authoring', 'automation', 'all']) {
     const server = new Server({ ...env, WORKFLOWLOOKUP_TOOLS: profile });
-    await server.request(INIT.method, INIT.params, 0);
+    await server.request('initialize', INIT_PARAMS, 0);
     const res = await server.request('tools/list', {});
     sizes[profile] = { tools: res.result.tools.length, bytes: Buffer.byteLength(JSON.stringify(res.result)) };
     await server.stop();
@@ -120,14 +79,17 @@ async function toolListSizes(env) {
 }
 
 async function scenario(name, env) {
+  progress(`${name}: start-up (${SPAWNS} spawns each)`);
   const start = await startup(env);
+  progress(`${name}: round trips (${CALLS} calls per tool)`);
   const server = new Server(env);
-  await server.request(INIT.method, INIT.params, 0);
+  await server.request('initialize', INIT_PARAMS, 0);
   const list = await server.request('workflow_list', {});
   const count = list.result.workflows.length;
   const tool = (toolName, args) => ['tools/call', () => ({ name: toolName, arguments: args })];
   const calls = {
     workflow_list: tool('workflow_list', {}),
+    'workflow_list {limit: 50}': tool('workflow_list', { limit: 50 }),
     workflow_get: tool('workflow_get', { id: 'coding-task-workflow' }),
     workflow_next: tool('workflow_next', {
       workflowId: 'coding-task-workflow',
@@ -150,7 +112,7 @@ async function scenario(name, env) {
   }));
   const peakRssMb = round(server.peakRssMb());
   await server.stop();
-  return { name, workflows: count, spawnToInitialize: start, tools, peakRssMb };
+  return { name, workflows: count, startup: start, tools, peakRssMb };
 }
 
 function stats(samples) {
@@ -163,9 +125,18 @@ function stats(samples) {
 }
 
 /** Durable executions: a 5,000-step loop in one execution, then status reads among 10,000 executions. */
+/** The continuation token of a durable answer: only in `next[].arguments.token`. */
+function tokenOf(answer) {
+  const token = (answer.next ?? []).find((n) => n.tool === 'workflow_next_step')?.arguments?.token;
+  if (token === undefined)
+    throw new Error(`no workflow_next_step in next: ${JSON.stringify(answer).slice(0, 400)}`);
+  return token;
+}
+
 async function executionsScenario(env) {
+  progress(`durable executions: ${LOOP_STEPS} steps of one execution`);
   const server = new Server(env);
-  await server.request(INIT.method, INIT.params, 0);
+  await server.request('initialize', INIT_PARAMS, 0);
   const call = async (name, args) => {
     const res = await server.request('tools/call', { name, arguments: args });
     if (res.error || res.result.isError)
@@ -173,13 +144,14 @@ async function executionsScenario(env) {
     return res.result.structuredContent;
   };
   const started = await call('workflow_start', { workflow_name: 'bench-loop', context: { more: true } });
-  let token = started.new_token;
+  let token = tokenOf(started);
   const steps = [];
   for (let i = 0; i < LOOP_STEPS; i++) {
     const t = performance.now();
     const res = await call('workflow_next_step', { token, output: { summary: `tick ${i}` } });
     steps.push(performance.now() - t);
-    token = res.new_token;
+    token = tokenOf(res);
+    if ((i + 1) % 1000 === 0) progress(`durable executions: ${i + 1}/${LOOP_STEPS} steps`);
   }
   const window = Math.min(500, Math.floor(LOOP_STEPS / 2));
   const nextStep = {
@@ -188,6 +160,7 @@ async function executionsScenario(env) {
     [`last ${window} steps`]: stats(steps.slice(-window)),
   };
   const ids = [started.execution_id];
+  progress(`durable executions: starting ${EXECUTIONS} executions, then status reads`);
   for (let i = ids.length; i < EXECUTIONS; i++) {
     ids.push(
       (await call('workflow_start', { workflow_name: 'bench-loop', context: { more: true } })).execution_id,
@@ -221,13 +194,14 @@ async function tasksScenario(env) {
   const { TasksApi, TOKEN } = await import('../examples/tasks-api-server.mjs');
   const api = new TasksApi();
   await api.start();
+  progress(`MCP tasks: ${TASKS} concurrent runs against a local API`);
   const server = new Server({
     ...env,
     WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
     WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${api.port}`,
   });
   try {
-    await server.request('initialize', { ...INIT.params, protocolVersion: '2025-11-25' }, 0);
+    await server.request('initialize', { ...INIT_PARAMS, protocolVersion: '2025-11-25' }, 0);
     const must = async (method, params) => {
       const res = await server.request(method, params);
       if (res.error || res.result?.isError)
@@ -360,6 +334,30 @@ function generatedWorkflows(dir, n) {
   }
 }
 
+/** The scenario modules of bench/scenarios/, each given the floor measured in this run. */
+async function runModules(sandbox, floor) {
+  const out = [];
+  const dir = join(root, 'bench', 'scenarios');
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.mjs'))
+    .sort()) {
+    const mod = await import(pathToFileURL(join(dir, file)).href);
+    const tmp = join(sandbox, `module-${file}`);
+    mkdirSync(tmp, { recursive: true });
+    const ctx = { cli, root, tmp, floor, args: {}, progress: (m) => progress(`${file}: ${m}`) };
+    const skipped = await mod.skip?.(ctx);
+    if (skipped) {
+      progress(`${file}: skipped (${skipped})`);
+      out.push({ title: mod.title, skipped });
+      continue;
+    }
+    progress(`${file}: ${mod.title}`);
+    const result = await mod.run(ctx);
+    out.push({ title: mod.title, result, lines: mod.report(result, ctx) });
+  }
+  return out;
+}
+
 const sandbox = mkdtempSync(join(tmpdir(), 'wl-bench-'));
 try {
   const baseEnv = {
@@ -370,13 +368,20 @@ try {
   };
   const storage = join(sandbox, 'storage');
   generatedWorkflows(storage, 1000);
+  progress(`floor: ${SPAWNS} spawns of a bare Node process that answers each JSON line`);
+  const floor = await measureFloor(SPAWNS);
   const results = {
     date: new Date().toISOString(),
     node: process.version,
-    targets: { spawnToInitializeMs: 150, medianRoundTripMs: 1, peakRssMb: 100 },
+    floor,
+    targets: { startupXFloor: 2, workflowListMedianMs: 2, stepP99Ms: 5, peakRssMb: 100 },
     scenarios: [
-      await scenario('bundled', baseEnv),
-      await scenario('bundled + 1000 generated', { ...baseEnv, WORKFLOW_STORAGE_PATH: storage }),
+      await scenario('bundled', { ...baseEnv, WORKFLOWLOOKUP_DATA_DIR: join(sandbox, 'data-bundled') }),
+      await scenario('bundled + 1000 generated', {
+        ...baseEnv,
+        WORKFLOW_STORAGE_PATH: storage,
+        WORKFLOWLOOKUP_DATA_DIR: join(sandbox, 'data-1000'),
+      }),
     ],
     toolsListBytes: await toolListSizes(baseEnv),
     executions: await (async () => {
@@ -384,14 +389,29 @@ try {
       return executionsScenario({ ...baseEnv, WORKFLOWLOOKUP_DATA_DIR: join(sandbox, 'data') });
     })(),
     tasks: await tasksScenario({ ...baseEnv, WORKFLOWLOOKUP_DATA_DIR: join(sandbox, 'tasks-data') }),
-    dashboard: await dashboardScenario({ executions: arg('dashboard-executions', 100_000) }),
+    dashboard: await (async () => {
+      progress('dashboard');
+      return dashboardScenario({ executions: arg('dashboard-executions', 100_000) });
+    })(),
+    modules: await runModules(sandbox, floor),
   };
   mkdirSync(join(root, 'bench', 'results'), { recursive: true });
   writeFileSync(join(root, 'bench', 'results', 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+  const x = (ms) => `${ratio(ms, floor.medianMs)}x floor`;
+  console.log(
+    `\nfloor (bare Node answering JSON lines): spawn -> first answer median ${floor.medianMs} ms, p99 ${floor.p99Ms} ms`,
+  );
   for (const s of results.scenarios) {
     console.log(`\n${s.name} (${s.workflows} workflows)`);
+    const st = s.startup;
     console.log(
-      `  spawn -> initialize: median ${s.spawnToInitialize.medianMs} ms, p99 ${s.spawnToInitialize.p99Ms} ms`,
+      `  spawn -> tools/list after initialize: median ${st.toolsList.medianMs} ms (${x(st.toolsList.medianMs)}), p99 ${st.toolsList.p99Ms} ms, peak RSS ${st.toolsList.peakRssMb} MB`,
+    );
+    console.log(
+      `  spawn -> first workflow_list:         median ${st.workflowList.medianMs} ms (${x(st.workflowList.medianMs)}), p99 ${st.workflowList.p99Ms} ms, peak RSS ${st.workflowList.peakRssMb} MB`,
+    );
+    console.log(
+      `  spawn -> first workflow_list, cold definition cache: ${st.coldWorkflowList.medianMs} ms (${x(st.coldWorkflowList.medianMs)})`,
     );
     for (const [tool, r] of Object.entries(s.tools)) {
       console.log(`  ${tool.padEnd(30)} median ${r.medianMs} ms  p99 ${r.p99Ms} ms  (${r.calls} calls)`);
@@ -427,6 +447,11 @@ try {
   );
   console.log(`  peak RSS: ${tk.peakRssMb} MB`);
   printDashboard(results.dashboard);
+  for (const m of results.modules) {
+    console.log(`\n${m.title}`);
+    if (m.skipped) console.log(`  skipped: ${m.skipped}`);
+    else for (const line of m.lines) console.log(line);
+  }
   console.log('\nwritten: bench/results/latest.json');
 } finally {
   rmSync(sandbox, { recursive: true, force: true });

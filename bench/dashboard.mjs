@@ -111,7 +111,7 @@ function seed(dbFile, template, count) {
 }
 
 function startDashboard(env) {
-  const child = spawn(process.execPath, ['--optimize-for-size', cli, 'dashboard', '--port', '0'], {
+  const child = spawn(process.execPath, [cli, 'dashboard', '--port', '0'], {
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -1,10 +1,33 @@
 // Bundles the CLI: one module to load instead of hundreds keeps start-up fast, and libraries that are
 // only needed after `initialize` (YAML) are split into chunks loaded on first use; ajv and RE2 live in
 // the validation worker's bundle.
-// --optimize-for-size keeps peak RSS under 100 MB through bursts of calls (see bench/); it is in the
-// shebang so every launch (bin, npx, MCP client configs) gets it, and in `npm start`.
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// dist/cli.js is a small entry (src/cli/entry.ts): it sets V8's size-optimised mode from code (clients
+// launch `node dist/cli.js` with no flags) and answers a stdio client's `initialize` and `tools/list`
+// from dist/prelude.json, recorded below, while the server (a chunk) loads.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { build } from 'esbuild';
+
+/**
+ * The checker id keying the definition cache (src/workflows/definition-cache.ts): a hash of every
+ * source file and the locked dependency versions, so a changed check never serves an old verdict.
+ */
+function checkerId() {
+  const hash = createHash('sha256');
+  const walk = (dir) => {
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (path.endsWith('.ts') && !path.endsWith('.test.ts'))
+        hash.update(path).update(readFileSync(path));
+    }
+  };
+  walk('src');
+  for (const file of ['package.json', 'package-lock.json']) hash.update(readFileSync(file));
+  return hash.digest('hex').slice(0, 32);
+}
 
 // Chunk names carry content hashes: old ones would pile up beside the new.
 rmSync('dist/chunks', { recursive: true, force: true });
@@ -12,7 +35,12 @@ rmSync('dist/chunks', { recursive: true, force: true });
 await build({
   // The validation worker is a thread of its own (regex and JSON Schema checks under a time budget);
   // ValidationEngine finds it beside cli.js.
-  entryPoints: { cli: 'src/cli/main.ts', 'validation-worker': 'src/engine/validation-worker.ts' },
+  entryPoints: {
+    cli: 'src/cli/entry.ts',
+    'validation-worker': 'src/engine/validation-worker.ts',
+    'prelude-answers': 'src/cli/prelude-answers.ts',
+  },
+  define: { __WORKFLOWLOOKUP_CHECKER_ID__: JSON.stringify(checkerId()) },
   outdir: 'dist',
   entryNames: '[name]',
   chunkNames: 'chunks/[name]-[hash]',
@@ -28,10 +56,18 @@ await build({
   minifySyntax: true,
   legalComments: 'linked',
   banner: {
-    js: "#!/usr/bin/env -S node --optimize-for-size\nimport { createRequire as __wlCreateRequire } from 'node:module';\nconst require = __wlCreateRequire(import.meta.url);",
+    js: "#!/usr/bin/env node\nimport { createRequire as __wlCreateRequire } from 'node:module';\nconst require = __wlCreateRequire(import.meta.url);",
   },
   logLevel: 'warning',
 });
+
+// The recorded answers of the stdio prelude, made by the server itself through its real stdio path.
+writeFileSync(
+  'dist/prelude.json',
+  execFileSync(process.execPath, ['dist/prelude-answers.js'], { encoding: 'utf8', maxBuffer: 64 << 20 }),
+);
+rmSync('dist/prelude-answers.js');
+rmSync('dist/prelude-answers.js.map');
 
 // Browser code, built beside the server bundle (which stays as above).
 // The dashboard's script and stylesheet, served by the dashboard from dist/dashboard.

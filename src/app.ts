@@ -43,6 +43,7 @@ import type { RunServices } from './runs/run-services.js';
 import type { ExecutionStore } from './store/execution-store.js';
 import { describeDatabaseUrl, lazyDocumentStore } from './store/runtime-documents.js';
 import { DATABASE_FILE } from './store/sqlite/sqlite-file.js';
+import { BUILD_CHECKER_ID, DefinitionCache } from './workflows/definition-cache.js';
 import { PersonaRegistry } from './workflows/personas.js';
 import { WorkflowRegistry } from './workflows/registry.js';
 import {
@@ -67,7 +68,15 @@ export interface AppOptions {
    * the TypeScript sources, such as in-process tests, needs to pass one.
    */
   validationWorker?: URL;
+  /**
+   * The checker id the definition cache is keyed by (default: the build's; code run from the sources
+   * has none and keeps no cache). Tests of the cache pass one.
+   */
+  checkerId?: string;
 }
+
+/** Checked workflow definitions, in the data dir (an optimisation only: deleting it is always safe). */
+export const DEFINITION_CACHE_FILE = 'definition-cache.json';
 
 /**
  * The tools `tools/list` shows by default: enough to find, run, resume and author workflows. The rest
@@ -167,12 +176,24 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     dir: `${documents.location}#workflows`,
     documents,
   };
+  // Checked definitions survive a restart (built code only: the cache is keyed by the build's checker).
+  const checker = options.checkerId ?? BUILD_CHECKER_ID;
   const registry = new WorkflowRegistry(
     databaseSource ? [...config.sources, databaseSource] : config.sources,
     {
       watch: options.watch ?? true,
       engine,
       allowedEnv: config.allowedEnvNames,
+      ...(checker === undefined
+        ? {}
+        : {
+            cache: new DefinitionCache(
+              join(config.dataDir, DEFINITION_CACHE_FILE),
+              checker,
+              config.allowedEnvNames,
+              log,
+            ),
+          }),
     },
   );
   const runtime: RuntimeWorkflows =
@@ -252,7 +273,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
 
   const guide = guideLoader(config.packageRoot);
   const faces: [Profile, ToolDefinition[]][] = [
-    ['guidance', guidanceTools({ registry, engine, allowedEnv: config.allowedEnv })],
+    ['guidance', guidanceTools({ registry, engine, catalogs, allowedEnv: config.allowedEnv })],
     ['executions', executionTools(executions)],
     [
       'authoring',

@@ -67,10 +67,10 @@ function measure(result) {
   };
 }
 
-/** The continuation token of a durable answer, wherever the build puts it. */
+/** The continuation token of a durable answer: only in `next[].arguments.token`. */
 function tokenOf(answer) {
   const submit = (answer.next ?? []).find((n) => n.tool === 'workflow_next_step');
-  return submit?.arguments?.token ?? answer.new_token ?? answer.continuation_token;
+  return submit?.arguments?.token;
 }
 
 async function freePort() {

@@ -29,6 +29,7 @@ import { workflowJsonSchema } from '../model/workflow.js';
 import { DATABASE_FILE, refuseDamagedFile, StoreFileError } from '../store/sqlite/sqlite-file.js';
 import { addToken, listTokens, parseScopes, removeToken } from '../transports/http-auth.js';
 import { serveAppOnStdio } from '../transports/stdio.js';
+import type { StdioPrelude } from '../transports/stdio-prelude.js';
 import { type CheckPolicy, type CheckReport, checkDefinition, oversize } from '../workflows/check.js';
 import { type DefinitionFormat, formatOf } from '../workflows/parse.js';
 import { PersonaRegistry } from '../workflows/personas.js';
@@ -218,6 +219,9 @@ function init(): number {
  * Serves MCP until the clients leave or a signal arrives: stdio by default, Streamable HTTP with
  * `--http`, both with `--http --stdio`. Exits once everything opened is closed and stdout drained.
  */
+/** The stdio prelude that answered the client while this module loaded (entry.ts), if any. */
+let prelude: StdioPrelude | undefined;
+
 async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
   const config = loadConfig(options);
   checkSharedSecret(config);
@@ -249,7 +253,10 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
         `workflowlookup ${config.version}: MCP server on stdio; waiting for a client (Ctrl-C to quit)\n`,
       );
     }
-    const stdio = serveAppOnStdio(app, { closeApp: !withHttp });
+    const stdio = serveAppOnStdio(app, {
+      closeApp: !withHttp,
+      ...(prelude ? { prelude: prelude.handoff() } : {}),
+    });
     finished.push(stdio.done);
     // With HTTP as well, the end of stdin ends only the stdio client's connection.
     stops.push(stdio.stop);
@@ -523,24 +530,30 @@ async function main(argv: string[]): Promise<number> {
   return command.run(parsed.positionals, options, flags);
 }
 
-// A reader that goes away (`workflowlookup --help | head`) is not an error.
-process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (error.code === 'EPIPE') process.exit(0);
-});
+/** Runs the command line (entry.ts calls it once this module is loaded). */
+export function run(argv: string[], started?: StdioPrelude): void {
+  prelude = started;
+  // A reader that goes away (`workflowlookup --help | head`) is not an error.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+  });
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    if (error instanceof UsageError) {
-      const help = error.command ? commandHelp(COMMANDS[error.command] as Command) : mainHelp();
-      process.stderr.write(`workflowlookup: ${error.message}\n\n${help}\n`);
-      process.exitCode = 2;
-      return;
-    }
-    process.stderr.write(`workflowlookup: ${(error as Error)?.message ?? String(error)}\n`);
-    // Settings that cannot work (bad configuration, a damaged store file) are usage errors.
-    process.exitCode = error instanceof ConfigError || error instanceof StoreFileError ? 2 : 1;
-  },
-);
+  main(argv).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      // Nobody will serve what the prelude would hand over: stop reading, so that the process ends.
+      prelude?.close();
+      if (error instanceof UsageError) {
+        const help = error.command ? commandHelp(COMMANDS[error.command] as Command) : mainHelp();
+        process.stderr.write(`workflowlookup: ${error.message}\n\n${help}\n`);
+        process.exitCode = 2;
+        return;
+      }
+      process.stderr.write(`workflowlookup: ${(error as Error)?.message ?? String(error)}\n`);
+      // Settings that cannot work (bad configuration, a damaged store file) are usage errors.
+      process.exitCode = error instanceof ConfigError || error instanceof StoreFileError ? 2 : 1;
+    },
+  );
+}

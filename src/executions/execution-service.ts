@@ -2,13 +2,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { CatalogRegistry } from '../catalogs/catalog-registry.js';
 import type { CommandStepRunner } from '../catalogs/command-steps.js';
 import { InputChecker } from '../catalogs/input-check.js';
+import { requiredCatalogs } from '../catalogs/requirements.js';
 import { asRecord, type Context } from '../engine/conditions.js';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { findActionStep, findPromptStep, nextStep } from '../engine/next-step.js';
 import { canTransition, type ExecutionState, isTerminal, TRANSITIONS } from '../engine/state-machine.js';
 import type { ValidationEngine, ValidationResult } from '../engine/validation-engine.js';
 import { checkSubmission, recordDecision } from '../engine/workrail.js';
-import { isCommandStep, isLoopStep, type Workflow } from '../model/workflow.js';
+import { isCommandStep, type Workflow } from '../model/workflow.js';
 import type { ExecutionRecord, ExecutionStore, StoreWriter } from '../store/execution-store.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
 import type { WorkflowRegistry } from '../workflows/registry.js';
@@ -621,17 +622,4 @@ function replayed(response: unknown): Outcome {
 /** An ended outcome that is not completion: the execution is still running on a command step. */
 function isBusy(outcome: Outcome): boolean {
   return outcome.kind === 'ended' && outcome.state === 'running';
-}
-
-/** Catalogs a workflow needs: those it declares and those its command steps name. */
-export function requiredCatalogs(workflow: Workflow): Set<string> {
-  const needed = new Set(workflow.requires?.catalogs ?? []);
-  const visit = (step: Workflow['steps'][number]) => {
-    if (isCommandStep(step)) needed.add(step.run.split(' ')[0] as string);
-  };
-  for (const step of workflow.steps) {
-    visit(step);
-    if (isLoopStep(step) && Array.isArray(step.body)) step.body.forEach(visit);
-  }
-  return needed;
 }

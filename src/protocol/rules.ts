@@ -84,6 +84,11 @@ export interface RulesOptions {
   onExit?: (reason: 'shutdown' | 'eof') => void;
   /** Called once, right after the first successful `initialize` answer was written. */
   onInitialized?: () => void;
+  /**
+   * Requests already answered by someone else (the stdio prelude answers `initialize` while the server
+   * loads, then replays it so the SDK learns the client): they are served, their answers not written.
+   */
+  answered?: ReadonlySet<Id>;
   log?: (line: string) => void;
 }
 
@@ -192,6 +197,10 @@ export class ProtocolRules implements Transport {
 
   /** Writes a request's answer (or, if it cannot be serialized, an internal error) and settles it. */
   private async answer(p: Pending, msg: Json, options?: TransportSendOptions): Promise<void> {
+    if (this.opts.answered?.has(p.id)) {
+      this.settle(p);
+      return;
+    }
     // The write starts before the queue moves on, so answers leave in the order requests were taken.
     const written = this.write(msg, options);
     this.settle(p);

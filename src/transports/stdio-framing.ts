@@ -26,12 +26,23 @@ export class StdioFraming implements MessageChannel {
     private readonly stdin: NodeJS.ReadableStream,
     private readonly stdout: NodeJS.WritableStream,
     private readonly maxBytes: number,
+    /** What was read before this framing took over (the stdio prelude), processed first. */
+    private readonly before?: { replay: Buffer; ended: boolean },
   ) {}
 
   async start(): Promise<void> {
+    if (this.before !== undefined) {
+      if (this.before.replay.length > 0) this.onData(this.before.replay);
+      if (this.before.ended) {
+        this.onEnd();
+        return;
+      }
+    }
     this.stdin.on('data', this.onData);
     this.stdin.on('end', this.onEnd);
     this.stdin.on('error', this.onStreamError);
+    // The prelude paused the stream to hand it over; a new listener alone does not resume it.
+    if (this.before !== undefined) this.stdin.resume();
   }
 
   async close(): Promise<void> {

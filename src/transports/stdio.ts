@@ -3,6 +3,7 @@ import type { App } from '../app.js';
 import { localCaller } from '../executions/execution-model.js';
 import { ProtocolRules } from '../protocol/rules.js';
 import { StdioFraming } from './stdio-framing.js';
+import type { PreludeHandoff } from './stdio-prelude.js';
 
 /** Dotted tool names (seeds 003/004) and other aliases, from the tool definitions. */
 export function toolAliases(app: App): Record<string, string> {
@@ -21,6 +22,8 @@ export function serveAppOnStdio(
     stdout?: NodeJS.WritableStream;
     /** Close the app when the connection ends (false when another transport still serves it). */
     closeApp?: boolean;
+    /** What the stdio prelude read and answered while the server loaded. */
+    prelude?: PreludeHandoff;
   } = {},
 ): { done: Promise<void>; stop: () => void } {
   const stdin = options.stdin ?? process.stdin;
@@ -43,7 +46,8 @@ export function serveAppOnStdio(
   };
   const tools = app.toolSwitch();
   const rules = new ProtocolRules({
-    channel: new StdioFraming(stdin, stdout, app.config.maxMessageBytes),
+    channel: new StdioFraming(stdin, stdout, app.config.maxMessageBytes, options.prelude),
+    ...(options.prelude ? { answered: options.prelude.answered } : {}),
     directMethods: new Set(app.runner.tools.map((t) => t.name)),
     aliases: toolAliases(app),
     direct: (method, params, call) =>

@@ -7,6 +7,7 @@ import type { Violation } from '../model/violation.js';
 import { DEFAULT_CATEGORY, type Workflow } from '../model/workflow.js';
 import type { RuntimeDocumentStore } from '../store/runtime-documents.js';
 import { type CheckReport, checkDefinition, DEFINITION_LIMITS, oversize } from './check.js';
+import type { DefinitionCache, FileStamp } from './definition-cache.js';
 import { type DefinitionFormat, formatOf } from './parse.js';
 import { readInside, readSourceFile, realDir, resolveInside, UnsafeFileError } from './safe-files.js';
 import type { SourceKind, WorkflowSource } from './sources.js';
@@ -55,12 +56,8 @@ export interface WorkflowSummary {
   version: string;
 }
 
-interface CachedFile {
-  /** The file actually read (a link inside the source dir is resolved), with what identifies its version. */
-  real: string;
-  mtimeMs: number;
-  size: number;
-  ino: number;
+/** The file actually read (a link inside the source dir is resolved), with what identifies its version. */
+interface CachedFile extends FileStamp {
   entry: RegistryEntry;
 }
 
@@ -71,6 +68,8 @@ export interface RegistryOptions {
   engine?: ValidationEngine;
   /** WORKFLOWLOOKUP_ALLOWED_ENV: the env names definitions may read (default none). */
   allowedEnv?: ReadonlySet<string>;
+  /** Checked definitions kept across restarts (files only), so unchanged files are not checked again. */
+  cache?: DefinitionCache;
 }
 
 /** What workflow_list serves; rebuilt only when a source changes, so callers may hand it out as is. */
@@ -118,6 +117,7 @@ export class WorkflowRegistry {
     this.loading ??= (async () => {
       await Promise.all(this.sources.map((s) => this.scan(s)));
       this.rebuild();
+      this.options.cache?.flush();
       if (this.options.watch) this.watch();
     })();
     return this.loading;
@@ -150,6 +150,7 @@ export class WorkflowRegistry {
     this.refreshing = this.refreshing.then(async () => {
       await Promise.all(this.sources.map((s) => this.scan(s)));
       this.rebuild();
+      this.options.cache?.flush();
       this.onChange?.();
     });
     await this.refreshing;
@@ -217,6 +218,7 @@ export class WorkflowRegistry {
       if (this.closed) return;
       await this.scan(source);
       this.rebuild();
+      this.options.cache?.flush();
       this.onChange?.();
     });
   }
@@ -234,7 +236,8 @@ export class WorkflowRegistry {
         names = [];
       }
     }
-    await this.engine.load();
+    const cache = this.options.cache;
+    const misses: [file: string, stamp: FileStamp][] = [];
     await Promise.all(
       names.map(async (name) => {
         const file = join(source.dir, name);
@@ -249,25 +252,38 @@ export class WorkflowRegistry {
                 'a symbolic link to a file outside its source directory; links that leave it are never followed',
             },
           ]);
-          next.set(file, { real: '', mtimeMs: 0, size: 0, ino: 0, entry });
+          next.set(file, { real: '', mtimeMs: 0, ctimeMs: 0, size: 0, ino: 0, entry });
           return;
         }
         const { info, path: real } = target;
+        const stamp: FileStamp = {
+          real,
+          mtimeMs: info.mtimeMs,
+          ctimeMs: info.ctimeMs,
+          size: info.size,
+          ino: info.ino,
+        };
         const cached = previous.get(file);
-        if (
-          cached &&
-          cached.real === real &&
-          cached.mtimeMs === info.mtimeMs &&
-          cached.size === info.size &&
-          cached.ino === info.ino
-        ) {
+        if (cached && sameStamp(cached, stamp)) {
           next.set(file, cached);
           return;
         }
-        const entry = await this.load(file, real, root as string, source.kind, info.size);
-        if (entry) next.set(file, { real, mtimeMs: info.mtimeMs, size: info.size, ino: info.ino, entry });
+        const stored = cache?.get(file, source.kind, stamp);
+        if (stored !== undefined) next.set(file, { ...stamp, entry: stored });
+        else misses.push([file, stamp]);
       }),
     );
+    // The regex and JSON Schema engine starts only when some file has to be checked.
+    if (misses.length > 0) await this.engine.load();
+    await Promise.all(
+      misses.map(async ([file, stamp]) => {
+        const entry = await this.load(file, stamp.real, root as string, source.kind, stamp.size);
+        if (entry === undefined) return;
+        next.set(file, { ...stamp, entry });
+        cache?.set(file, stamp, entry);
+      }),
+    );
+    cache?.prune(source.dir, new Set(next.keys()));
     this.files.set(source.dir, next);
   }
 
@@ -299,7 +315,7 @@ export class WorkflowRegistry {
           allowedEnv: this.allowedEnv,
         });
         const entry = fromReport(file, source.kind, format, doc.version, report);
-        next.set(file, { real: doc.version, mtimeMs: 0, size: 0, ino: 0, entry });
+        next.set(file, { real: doc.version, mtimeMs: 0, ctimeMs: 0, size: 0, ino: 0, entry });
       }),
     );
     this.files.set(source.dir, next);
@@ -450,6 +466,16 @@ export class WorkflowRegistry {
     };
     this.view = { byId, listing };
   }
+}
+
+function sameStamp(a: FileStamp, b: FileStamp): boolean {
+  return (
+    a.real === b.real &&
+    a.mtimeMs === b.mtimeMs &&
+    a.ctimeMs === b.ctimeMs &&
+    a.size === b.size &&
+    a.ino === b.ino
+  );
 }
 
 function brokenEntry(file: string, source: SourceKind, violations: Violation[], id?: string): BrokenWorkflow {

@@ -1,4 +1,6 @@
 import * as z from 'zod';
+import type { CatalogRegistry } from '../../catalogs/catalog-registry.js';
+import { missingCatalogs, requiredCatalogs } from '../../catalogs/requirements.js';
 import { fail } from '../../engine/errors.js';
 import { buildGuidance, contextScope } from '../../engine/guidance.js';
 import { allStepIds, findActionStep, nextStep } from '../../engine/next-step.js';
@@ -6,7 +8,7 @@ import { CriteriaError, GENERIC_SUGGESTION, type ValidationEngine } from '../../
 import { ID_PATTERN, IdSchema, isCommandStep, type Workflow } from '../../model/workflow.js';
 import { toMermaid, workflowDiagram } from '../../workflows/diagram.js';
 import { formatOf } from '../../workflows/parse.js';
-import { contentVersion, type WorkflowRegistry } from '../../workflows/registry.js';
+import { contentVersion, type Listing, type WorkflowRegistry } from '../../workflows/registry.js';
 import { ViolationSchema } from '../schemas.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 
@@ -25,7 +27,32 @@ const SummarySchema = z.object({
   description: z.string().describe('What the workflow accomplishes'),
   category: z.string().describe('Category (general when the workflow declares none)'),
   version: z.string().describe('Semantic version'),
+  ready: z
+    .literal(false)
+    .optional()
+    .describe('Present (false) when the workflow cannot start yet; absent when it can'),
+  reason: z.string().optional().describe('Why it cannot start yet, and what fixes it'),
 });
+
+/** Most workflows one workflow_list page holds. */
+export const MAX_LIST_LIMIT = 1000;
+
+/** The page cursor: the id of the last workflow the previous page held (ids are sorted, so pages are stable). */
+const encodeCursor = (id: string) => Buffer.from(JSON.stringify({ after: id })).toString('base64url');
+function decodeCursor(cursor: string): string {
+  try {
+    const after = (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { after?: unknown })
+      .after;
+    if (typeof after === 'string') return after;
+  } catch {
+    // reported below
+  }
+  return fail({
+    code: 'invalid_params',
+    message: 'Invalid params',
+    details: 'cursor: not a cursor this server gave; pass the next_cursor of the previous page, or omit it',
+  });
+}
 
 const GuidanceSchema = z
   .object({
@@ -72,21 +99,70 @@ function commandOutputCheck(
 
 export interface GuidanceDeps {
   registry: WorkflowRegistry;
+  /** Imported catalogs: workflows whose command steps need one that is missing are listed as not ready. */
+  catalogs?: CatalogRegistry;
   engine: ValidationEngine;
   /** Environment variables `${{ env.X }}` may read in prompts. */
   allowedEnv?: Record<string, string>;
 }
 
 /** The stateless guidance face (seeds 001/002): the client holds completedSteps and context. */
-export function guidanceTools({ registry, engine, allowedEnv = {} }: GuidanceDeps): ToolDefinition[] {
+export function guidanceTools({
+  registry,
+  engine,
+  catalogs,
+  allowedEnv = {},
+}: GuidanceDeps): ToolDefinition[] {
+  // The listing with readiness marks, rebuilt only when the definitions or the missing catalogs change
+  // (the same object is handed out again, and its text copy is serialized once).
+  let marked: { base: Listing; key: string; listing: Listing } | undefined;
+  const listing = async (): Promise<Listing> => {
+    await registry.ready();
+    const base = registry.list();
+    if (catalogs === undefined) return base;
+    // Listing never depends on the store: catalogs that cannot be read now (a database that is down)
+    // leave the workflows unmarked, and workflow_start says what is wrong.
+    if (
+      !(await catalogs.ready().then(
+        () => true,
+        () => false,
+      ))
+    )
+      return base;
+    const reasons = new Map<string, string>();
+    for (const summary of base.workflows) {
+      const entry = registry.get(summary.id);
+      if (entry?.status !== 'valid' || requiredCatalogs(entry.workflow).size === 0) continue;
+      const reason = missingCatalogs(entry.workflow, catalogs);
+      if (reason !== undefined) reasons.set(summary.id, reason);
+    }
+    const key = JSON.stringify([...reasons]);
+    if (marked?.base !== base || marked.key !== key) {
+      const workflows = base.workflows.map((w) => {
+        const reason = reasons.get(w.id);
+        return reason === undefined ? w : { ...w, ready: false as const, reason };
+      });
+      marked = { base, key, listing: reasons.size === 0 ? base : { ...base, workflows } };
+    }
+    return marked.listing;
+  };
   return [
     defineTool({
       name: 'workflow_list',
       aliases: ['workflow.list'],
       title: 'List workflows',
       description:
-        'Lists all available workflows. Definitions that fail validation are reported in `broken`, never in `workflows`.',
-      inputSchema: z.strictObject({}),
+        'Lists all available workflows (ready: false and a reason when one cannot start yet); invalid definitions are in `broken`. limit, then cursor: next_cursor, pages.',
+      inputSchema: z.strictObject({
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_LIST_LIMIT)
+          .optional()
+          .describe('Page size (default: no paging)'),
+        cursor: z.string().max(512).optional().describe('next_cursor of the last page'),
+      }),
       outputSchema: z.object({
         workflows: z.array(SummarySchema).describe('Valid workflows, sorted by id'),
         broken: z
@@ -98,14 +174,40 @@ export function guidanceTools({ registry, engine, allowedEnv = {} }: GuidanceDep
               violations: z.array(ViolationSchema).describe('Why it is broken'),
             }),
           )
-          .describe('Definition files that could not be loaded'),
+          .describe('Definition files that could not be loaded (on the first page only)'),
+        next_cursor: z
+          .string()
+          .optional()
+          .describe('Pass as cursor for the next page; absent on the last page'),
       }),
       annotations: READ_ONLY,
       summarize: (r) =>
         `${r.workflows.length} workflow(s)${r.broken.length > 0 ? `, ${r.broken.length} broken file(s)` : ''}.`,
-      handler: async () => {
-        await registry.ready();
-        return registry.list();
+      handler: async ({ limit, cursor }) => {
+        const all = await listing();
+        // Seed 001: without arguments, the whole list.
+        if (limit === undefined && cursor === undefined) return all;
+        const after = cursor === undefined ? undefined : decodeCursor(cursor);
+        let start = 0;
+        if (after !== undefined) {
+          // The first id after the cursor's (binary search: ids are sorted).
+          let lo = 0;
+          let hi = all.workflows.length;
+          while (lo < hi) {
+            const mid = (lo + hi) >>> 1;
+            if ((all.workflows[mid]?.id as string) <= after) lo = mid + 1;
+            else hi = mid;
+          }
+          start = lo;
+        }
+        const size = limit ?? 100;
+        const workflows = all.workflows.slice(start, start + size);
+        const last = workflows.at(-1);
+        return {
+          workflows,
+          broken: after === undefined ? all.broken : [],
+          ...(start + size < all.workflows.length && last ? { next_cursor: encodeCursor(last.id) } : {}),
+        };
       },
     }),
     defineTool({

@@ -1,0 +1,123 @@
+// Shared by bench.mjs and the scenario modules: a server spoken to in raw JSON-RPC lines over stdio,
+// launched the way MCP clients launch it (`node dist/cli.js`, no extra node flags), the floor process,
+// and statistics.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const FLOOR = join(ROOT, 'bench', 'floor-server.mjs');
+
+export const INIT_PARAMS = {
+  protocolVersion: '2025-06-18',
+  capabilities: {},
+  clientInfo: { name: 'bench', version: '1' },
+};
+
+export const round = (n) => Math.round(n * 1000) / 1000;
+export const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+export function stats(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return {
+    medianMs: round(quantile(sorted, 0.5)),
+    p99Ms: round(quantile(sorted, 0.99)),
+    calls: samples.length,
+  };
+}
+/** `value` as a multiple of the floor, for the reports ("2.1x floor"). */
+export const ratio = (value, floorMs) =>
+  floorMs > 0 && Number.isFinite(value) ? Math.round((value / floorMs) * 100) / 100 : null;
+
+/** A process spoken to in JSON lines; `t0` is the moment it was spawned. */
+export class LineServer {
+  constructor(script, env, args = []) {
+    this.t0 = performance.now();
+    this.child = spawn(process.execPath, [script, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.pending = new Map();
+    this.buffer = '';
+    this.stderr = '';
+    this.nextId = 1;
+    this.child.stderr.setEncoding('utf8');
+    this.child.stderr.on('data', (chunk) => {
+      this.stderr += chunk;
+    });
+    this.child.stdout.setEncoding('utf8');
+    this.child.stdout.on('data', (chunk) => {
+      this.buffer += chunk;
+      for (let nl = this.buffer.indexOf('\n'); nl !== -1; nl = this.buffer.indexOf('\n')) {
+        const msg = JSON.parse(this.buffer.slice(0, nl));
+        this.buffer = this.buffer.slice(nl + 1);
+        if (msg.id === undefined || msg.id === null) this.onNotification?.(msg);
+        const resolve = this.pending.get(msg.id);
+        this.pending.delete(msg.id);
+        resolve?.({ ...msg, at: performance.now() });
+      }
+    });
+    this.exited = new Promise((r) => this.child.on('exit', r));
+  }
+  /** Sends one request; resolves with the answer and `at`, the moment it arrived. */
+  request(method, params, id = this.nextId++) {
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      this.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+    });
+  }
+  notify(method, params) {
+    this.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method, ...(params ? { params } : {}) })}\n`);
+  }
+  /** What a client does first: initialize, initialized, then its next request in the same breath. */
+  async handshakeThen(method, params) {
+    const init = this.request('initialize', INIT_PARAMS);
+    this.notify('notifications/initialized');
+    const next = this.request(method, params);
+    const [first, answer] = await Promise.all([init, next]);
+    if (first.error) throw new Error(`initialize failed: ${JSON.stringify(first.error)}\n${this.stderr}`);
+    return answer;
+  }
+  peakRssMb() {
+    const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
+    return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+  }
+  async stop() {
+    if (this.child.exitCode !== null) return;
+    this.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 'bye', method: 'shutdown' })}\n`);
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+/** The floor: spawn → first answer of a bare Node process that answers each JSON line (median of n). */
+export async function measureFloor(n = 15) {
+  const samples = [];
+  for (let i = 0; i < n; i++) {
+    const floor = new LineServer(FLOOR, { PATH: process.env.PATH ?? '' });
+    const answer = await floor.request('initialize', INIT_PARAMS);
+    samples.push(answer.at - floor.t0);
+    await floor.stop();
+  }
+  return stats(samples);
+}
+
+/** Spawn → answer times of `n` fresh servers, each sent `send(server)` (which resolves with the answer). */
+export async function spawnTimes(cli, env, n, send) {
+  const samples = [];
+  let peak = 0;
+  for (let i = 0; i < n; i++) {
+    const server = new LineServer(cli, env);
+    const answer = await send(server);
+    if (answer.error || answer.result?.isError)
+      throw new Error(`start-up request failed: ${JSON.stringify(answer).slice(0, 400)}\n${server.stderr}`);
+    samples.push(answer.at - server.t0);
+    peak = Math.max(peak, server.peakRssMb());
+    await server.stop();
+  }
+  return { ...stats(samples), peakRssMb: round(peak) };
+}
+
+export function cliOf(root = ROOT) {
+  const cli = join(root, 'dist', 'cli.js');
+  readFileSync(cli); // fails early when the build is missing
+  return cli;
+}

@@ -1,0 +1,40 @@
+import { setFlagsFromString } from 'node:v8';
+import { startPrelude } from '../transports/stdio-prelude.js';
+
+// Clients launch `node dist/cli.js` with no node flags. Size-optimised V8 keeps peak RSS under 100 MB
+// through bursts of calls (bench/), so it is switched on here, before anything much is allocated.
+setFlagsFromString('--optimize-for-size');
+
+const argv = process.argv.slice(2);
+// A stdio client gets `initialize` and `tools/list` answered from the answers recorded at build time
+// while the rest of the server loads (see stdio-prelude.ts); everything else waits for the server.
+const prelude = startPrelude(argv, process.env, new URL('./prelude.json', import.meta.url));
+
+// While the server loads, a stop signal ends a process that holds nothing yet, as the server would.
+const early = () => process.exit(0);
+process.on('SIGTERM', early);
+process.on('SIGINT', early);
+
+const load = async () => {
+  const { run } = await import('./main.js');
+  process.off('SIGTERM', early);
+  process.off('SIGINT', early);
+  run(argv, prelude);
+};
+if (prelude === undefined) await load();
+else {
+  // Loading the server holds the event loop for a while: it starts once the client has what it asks
+  // for at start (tools/list answered, or any other request), or 20 ms after start at the latest.
+  let loading = false;
+  const start = () => {
+    if (loading) return;
+    loading = true;
+    clearTimeout(timer);
+    void load();
+  };
+  // Soon after start in any case: configuration that cannot work is refused at start (exit 2), not
+  // when a client first writes.
+  const timer = setTimeout(start, 20);
+  prelude.onBusy = start;
+  process.stdin.once('end', start);
+}
