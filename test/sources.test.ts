@@ -136,6 +136,51 @@ describe('workflow sources', () => {
   });
 });
 
+describe('subfolders of a source', () => {
+  it('are read two levels deep (a WorkRail library keeps routines/ and examples/loops/), watched, never entered through a link; the runtime dir stays flat', async () => {
+    sb = sandbox();
+    const library = join(sb.root, 'library');
+    const outside = join(sb.root, 'outside');
+    for (const d of [join(library, 'routines'), join(library, 'examples', 'loops', 'deeper'), outside])
+      mkdirSync(d, { recursive: true });
+    mkdirSync(join(library, '.git'));
+    mkdirSync(join(library, 'node_modules'));
+    mkdirSync(join(sb.runtime, 'nested'));
+    writeFileSync(join(library, 'top.json'), definition('wr.top', 'top level'));
+    writeFileSync(join(library, 'routines', 'review.json'), definition('wr.routine-review', 'a routine'));
+    writeFileSync(join(library, 'examples', 'loops', 'batch.json'), definition('batch-example', 'two deep'));
+    writeFileSync(
+      join(library, 'examples', 'loops', 'deeper', 'x.json'),
+      definition('too-deep', 'three deep'),
+    );
+    writeFileSync(join(library, '.git', 'h.json'), definition('hidden-flow', 'hidden'));
+    writeFileSync(join(library, 'node_modules', 'm.json'), definition('module-flow', 'module'));
+    writeFileSync(join(outside, 'o.json'), definition('outside-flow', 'outside'));
+    symlinkSync(outside, join(library, 'linked'));
+    writeFileSync(join(sb.runtime, 'nested', 'n.json'), definition('runtime-nested', 'nested in runtime'));
+    const res = await listFrom({ WORKFLOW_STORAGE_PATH: library }, ['--no-bundled']);
+    expect(res.workflows.map((w: Json) => w.id).sort()).toEqual([
+      'batch-example',
+      'wr.routine-review',
+      'wr.top',
+    ]);
+    expect(res.broken).toEqual([]);
+    const got = (await (server as RawServer).request('g', 'workflow_get', { id: 'wr.routine-review' }))
+      .result as Json;
+    expect(got.name).toBe('a routine');
+
+    // A file added to a subfolder is picked up without a restart.
+    writeFileSync(join(library, 'routines', 'later.json'), definition('wr.routine-later', 'added later'));
+    let ids: string[] = [];
+    for (let i = 0; i < 100 && !ids.includes('wr.routine-later'); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      const list = (await (server as RawServer).request(`l${i}`, 'workflow_list', {})).result as Json;
+      ids = list.workflows.map((w: Json) => w.id);
+    }
+    expect(ids).toContain('wr.routine-later');
+  });
+});
+
 describe('what a source may not do', () => {
   const SECRET = 'TOPSECRET-0123456789abcdef';
 

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fail } from '../engine/errors.js';
 import { ValidationEngine } from '../engine/validation-engine.js';
@@ -9,7 +8,15 @@ import type { RuntimeDocumentStore } from '../store/runtime-documents.js';
 import { type CheckReport, checkDefinition, DEFINITION_LIMITS, oversize } from './check.js';
 import type { DefinitionCache, FileStamp } from './definition-cache.js';
 import { type DefinitionFormat, formatOf } from './parse.js';
-import { readInside, readSourceFile, realDir, resolveInside, UnsafeFileError } from './safe-files.js';
+import {
+  listSourceEntries,
+  MAX_SOURCE_DEPTH,
+  readInside,
+  readSourceFile,
+  realDir,
+  resolveInside,
+  UnsafeFileError,
+} from './safe-files.js';
 import type { SourceKind, WorkflowSource } from './sources.js';
 import { DirectoryWatcher } from './watch.js';
 
@@ -94,6 +101,8 @@ export class WorkflowRegistry {
   private view: View = { byId: new Map(), listing: { workflows: [], broken: [] } };
   private readonly watcher = new DirectoryWatcher((dir) => this.onDirChange(dir));
   private readonly unwatch: (() => void)[] = [];
+  /** Watched subfolders and the source directory each belongs to. */
+  private readonly folderSource = new Map<string, string>();
   private loading: Promise<void> | undefined;
   private refreshing = Promise.resolve();
   private closed = false;
@@ -135,6 +144,15 @@ export class WorkflowRegistry {
           }),
         );
       }
+    }
+  }
+
+  /** Watches a source's subfolders as well, each change rescanning the source. */
+  private watchFolders(source: WorkflowSource, folders: string[]): void {
+    for (const folder of folders) {
+      const dir = join(source.dir, folder);
+      this.folderSource.set(dir, source.dir);
+      this.watcher.add(dir);
     }
   }
 
@@ -211,7 +229,8 @@ export class WorkflowRegistry {
     }));
   }
 
-  private onDirChange(dir: string): void {
+  private onDirChange(changed: string): void {
+    const dir = this.folderSource.get(changed) ?? changed;
     const source = this.sources.find((s) => s.dir === dir);
     if (source === undefined) return;
     this.refreshing = this.refreshing.then(async () => {
@@ -230,11 +249,11 @@ export class WorkflowRegistry {
     const root = await realDir(source.dir);
     let names: string[] = [];
     if (root !== undefined) {
-      try {
-        names = (await readdir(root)).filter((n) => formatOf(n) !== undefined && !n.startsWith('.')).sort();
-      } catch {
-        names = [];
-      }
+      // Subfolders too (a WorkRail library keeps routines/ and examples/), except where saves land.
+      const depth = source.kind === 'runtime' ? 0 : MAX_SOURCE_DEPTH;
+      const listed = await listSourceEntries(root, (n) => formatOf(n) !== undefined, depth);
+      names = listed.names;
+      if (this.options.watch) this.watchFolders(source, listed.folders);
     }
     const cache = this.options.cache;
     const misses: [file: string, stamp: FileStamp][] = [];

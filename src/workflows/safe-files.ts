@@ -1,6 +1,6 @@
-import { constants, type Stats } from 'node:fs';
-import { lstat, open, readlink, realpath, stat } from 'node:fs/promises';
-import { dirname, isAbsolute, join, relative, sep } from 'node:path';
+import { constants, type Dirent, type Stats } from 'node:fs';
+import { lstat, open, readdir, readlink, realpath, stat } from 'node:fs/promises';
+import { dirname, isAbsolute, join, posix, relative, sep } from 'node:path';
 
 /**
  * Reading files out of a source directory (workflows, personas) without ever following a link that
@@ -55,6 +55,44 @@ export async function resolveInside(root: string, name: string): Promise<Resolve
     return info.isFile() ? { kind: 'file', path: target, info } : { kind: 'skip' };
   }
   return info.isFile() ? { kind: 'file', path, info } : { kind: 'skip' };
+}
+
+/** How deep a source's subfolders are read (`routines/x.json` is 1, `examples/loops/x.json` is 2). */
+export const MAX_SOURCE_DEPTH = 2;
+
+/**
+ * The entries of a real source directory whose names pass `wanted`, as relative names (`a.json`,
+ * `routines/b.json`), sorted, and the subfolders read (to watch them). Subfolders are read down to
+ * `depth` levels; hidden entries and `node_modules` are skipped, and a link to a folder is never
+ * entered (links to files are resolved later, by resolveInside).
+ */
+export async function listSourceEntries(
+  root: string,
+  wanted: (name: string) => boolean,
+  depth: number,
+): Promise<{ names: string[]; folders: string[] }> {
+  const names: string[] = [];
+  const folders: string[] = [];
+  const walk = async (rel: string, level: number): Promise<void> => {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(rel === '' ? root : join(root, rel), { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      if (entry.name.startsWith('.')) continue;
+      const name = rel === '' ? entry.name : posix.join(rel, entry.name);
+      if (entry.isDirectory()) {
+        if (level < depth && entry.name !== 'node_modules') {
+          folders.push(name);
+          await walk(name, level + 1);
+        }
+      } else if (wanted(entry.name)) names.push(name);
+    }
+  };
+  await walk('', 0);
+  return { names: names.sort(), folders: folders.sort() };
 }
 
 export class UnsafeFileError extends Error {
