@@ -22,7 +22,7 @@ const ExecutionIdSchema = z
 
 const ContextSchema = z
   .record(z.string(), z.unknown())
-  .describe('Execution context: variables that step conditions read (taskScope, complexity, ...)');
+  .describe('Variables that step conditions read (taskScope, complexity, ...)');
 
 const ArtifactSchema = z.union([
   z.string().min(1).max(256).describe('Id of an artifact kept elsewhere'),
@@ -120,7 +120,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
       aliases: ['workflow.start'],
       title: 'Start a workflow execution',
       description:
-        'Starts a durable execution of a workflow and returns its first step with a continuation token. Passing an existing execution_id returns that execution instead of starting another.',
+        'Starts a durable execution and returns its first step. An existing execution_id returns that execution instead of starting another.',
       argumentAliases: { workflow_name: 'workflow_id', workflowId: 'workflow_id' },
       inputSchema: z.strictObject({
         workflow_id: IdSchema.describe('Workflow to run'),

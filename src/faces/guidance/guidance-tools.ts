@@ -152,7 +152,7 @@ export function guidanceTools({
       aliases: ['workflow.list'],
       title: 'List workflows',
       description:
-        'Lists all available workflows (ready: false and a reason when one cannot start yet); invalid definitions are in `broken`. limit, then cursor: next_cursor, pages.',
+        'Lists workflows (ready: false with a reason when one cannot start yet); invalid files are in `broken`. Pages: limit, then cursor = next_cursor.',
       inputSchema: z.strictObject({
         limit: z
           .number()
@@ -219,7 +219,7 @@ export function guidanceTools({
       // Seed 001 fixes this schema (id); workflow_id, the name every other tool uses, is accepted too.
       argumentAliases: { workflow_id: 'id' },
       inputSchema: z.strictObject({
-        id: IdSchema.describe('The workflow ID to retrieve'),
+        id: IdSchema.describe('Workflow id'),
         view: z
           .enum(['definition', 'source', 'diagram'])
           .optional()
