@@ -2,7 +2,7 @@
 // launched the way MCP clients launch it (`node dist/cli.js`, no extra node flags), the floor process,
 // and statistics.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -76,8 +76,7 @@ export class LineServer {
     return answer;
   }
   peakRssMb() {
-    const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
-    return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+    return peakRssOf(this.child.pid);
   }
   async stop() {
     if (this.child.exitCode !== null) return;
@@ -121,3 +120,100 @@ export function cliOf(root = ROOT) {
   readFileSync(cli); // fails early when the build is missing
   return cli;
 }
+
+/** The 2026-07-28 envelope of a stateless HTTP request: any server process can answer it. */
+const ENVELOPE = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+
+/** Peak RSS (VmHWM) of a process, in MB. */
+export function peakRssOf(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+/** Writes `bench-loop`, a workflow that loops on one agent step while `more` is true, into `dir`. */
+export function loopWorkflow(dir) {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'bench-loop.json'),
+    JSON.stringify({
+      id: 'bench-loop',
+      name: 'Bench loop',
+      description: 'A long loop for the replica benchmark',
+      version: '1.0.0',
+      steps: [
+        {
+          id: 'grind',
+          type: 'loop',
+          title: 'Grind',
+          loop: { type: 'while', condition: { var: 'more', equals: true }, maxIterations: 10000 },
+          body: [{ id: 'tick', title: 'Tick', prompt: 'Do one unit of work.' }],
+        },
+      ],
+    }),
+  );
+}
+
+/** One `serve --http` process on an ephemeral port; `pid` for its peak RSS. */
+export async function startHttpServer(cli, env) {
+  const child = spawn(process.execPath, [cli, 'serve', '--http', '--port', '0'], {
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no URL announced:\n${stderr}`)), 15_000);
+    child.stderr.setEncoding('utf8').on('data', (chunk) => {
+      stderr += chunk;
+      const found = /Streamable HTTP at (\S+)/.exec(stderr);
+      if (found) {
+        clearTimeout(timer);
+        resolve(found[1]);
+      }
+    });
+    child.on('exit', () => reject(new Error(`replica exited:\n${stderr}`)));
+  });
+  return {
+    url,
+    pid: child.pid,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.on('exit', resolve);
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** A stateless (2026-07-28) request: any replica can serve it. */
+export async function rpc(url, method, params, name) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(name ? { 'mcp-name': name } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: ENVELOPE } }),
+  });
+  const text = await res.text();
+  const json = (res.headers.get('content-type') ?? '').includes('text/event-stream')
+    ? JSON.parse(
+        text
+          .split('\n')
+          .filter((l) => l.startsWith('data: '))
+          .at(-1)
+          .slice(6),
+      )
+    : JSON.parse(text);
+  if (json.error) throw new Error(`${method} failed: ${JSON.stringify(json.error).slice(0, 300)}`);
+  return json.result;
+}
+
+/** The continuation token of a durable answer: inside its workflow_next_step call in `next`. */
+export const tokenOf = (answer) =>
+  answer?.next?.find((n) => n.tool === 'workflow_next_step')?.arguments?.token;

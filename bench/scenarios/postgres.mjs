@@ -7,23 +7,19 @@
 // PostgreSQL: WORKFLOWLOOKUP_BENCH_DATABASE_URL, else WORKFLOWLOOKUP_TEST_DATABASE_URL, else
 // 127.0.0.1:5432 as postgres or root (a role that may create databases); each run creates its own
 // database and drops it.
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
+import { loopWorkflow, rpc, startHttpServer as startReplica, tokenOf } from '../lib.mjs';
 
 export const title =
   'PostgreSQL: workflow_next_step with 1 and 3 replicas, 10 and 50 clients (next to SQLite); status reads at 1k vs 100k executions';
 
 const LOCAL = ['postgres://postgres@127.0.0.1:5432/postgres', 'postgres://root@127.0.0.1:5432/postgres'];
 const SECRET = 'bench-secret-shared-by-every-replica-0123456789';
-const ENVELOPE = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
 const STATES = ['running', 'paused', 'completed', 'completed', 'completed', 'failed', 'abandoned'];
 
 const round = (n) => Math.round(n * 100) / 100;
@@ -92,94 +88,12 @@ async function createDatabase(serverUrl) {
   };
 }
 
-function loopWorkflow(dir) {
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    join(dir, 'bench-loop.json'),
-    JSON.stringify({
-      id: 'bench-loop',
-      name: 'Bench loop',
-      description: 'A long loop for the replica benchmark',
-      version: '1.0.0',
-      steps: [
-        {
-          id: 'grind',
-          type: 'loop',
-          title: 'Grind',
-          loop: { type: 'while', condition: { var: 'more', equals: true }, maxIterations: 10000 },
-          body: [{ id: 'tick', title: 'Tick', prompt: 'Do one unit of work.' }],
-        },
-      ],
-    }),
-  );
-}
-
-/** One `serve --http` process on an ephemeral port. */
-async function startReplica(cli, env) {
-  const child = spawn(process.execPath, [cli, 'serve', '--http', '--port', '0'], {
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL announced:\n${stderr}`)), 15_000);
-    child.stderr.setEncoding('utf8').on('data', (chunk) => {
-      stderr += chunk;
-      const found = /Streamable HTTP at (\S+)/.exec(stderr);
-      if (found) {
-        clearTimeout(timer);
-        resolve(found[1]);
-      }
-    });
-    child.on('exit', () => reject(new Error(`replica exited:\n${stderr}`)));
-  });
-  return {
-    url,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.on('exit', resolve);
-        child.kill('SIGTERM');
-      }),
-  };
-}
-
-/** A stateless (2026-07-28) request: any replica can serve it. */
-async function rpc(url, method, params, name) {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(name ? { 'mcp-name': name } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: ENVELOPE } }),
-  });
-  const text = await res.text();
-  const json = (res.headers.get('content-type') ?? '').includes('text/event-stream')
-    ? JSON.parse(
-        text
-          .split('\n')
-          .filter((l) => l.startsWith('data: '))
-          .at(-1)
-          .slice(6),
-      )
-    : JSON.parse(text);
-  if (json.error) throw new Error(`${method} failed: ${JSON.stringify(json.error).slice(0, 300)}`);
-  return json.result;
-}
-
 const tool = (url, name, args) => rpc(url, name, args);
 
 /**
  * `clients` concurrent clients, client i on replica i % n: each starts an execution of the loop and
  * advances it `steps` times. Latency of every next_step, and next_steps per second over the whole run.
  */
-/** The continuation token of a durable answer: inside its workflow_next_step call in `next`. */
-const tokenOf = (answer) => answer?.next?.find((n) => n.tool === 'workflow_next_step')?.arguments?.token;
-
 async function stepLoad(urls, clients, steps) {
   const starts = await Promise.all(
     Array.from({ length: clients }, (_, i) =>
