@@ -153,11 +153,22 @@ async function executionsScenario(env) {
     token = tokenOf(res);
     if ((i + 1) % 1000 === 0) progress(`durable executions: ${i + 1}/${LOOP_STEPS} steps`);
   }
+  // An agent thinks between steps: with pauses, the store's checkpoints run in them, not in a step.
+  progress('durable executions: 300 steps 30 ms apart');
+  const paced = [];
+  for (let i = 0; i < 300; i++) {
+    await new Promise((r) => setTimeout(r, 30));
+    const t = performance.now();
+    const res = await call('workflow_next_step', { token, output: { summary: `paced ${i}` } });
+    paced.push(performance.now() - t);
+    token = tokenOf(res);
+  }
   const window = Math.min(500, Math.floor(LOOP_STEPS / 2));
   const nextStep = {
     all: stats(steps),
     [`first ${window} steps`]: stats(steps.slice(0, window)),
     [`last ${window} steps`]: stats(steps.slice(-window)),
+    '30 ms apart (300 steps)': stats(paced),
   };
   const ids = [started.execution_id];
   progress(`durable executions: starting ${EXECUTIONS} executions, then status reads`);

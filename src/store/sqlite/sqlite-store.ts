@@ -35,6 +35,10 @@ const BUSY_TIMEOUT_MS = 5000;
  * write lock asynchronously instead.
  */
 const STATEMENT_BUSY_MS = 10;
+/** A checkpoint runs once writes pause this long... */
+const CHECKPOINT_IDLE_MS = 20;
+/** ...or after this many commits of steady load, so the WAL stays bounded. */
+const CHECKPOINT_EVERY_COMMITS = 50;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -205,6 +209,9 @@ export class SqliteExecutionStore implements ExecutionStore {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
       this.db.pragma('foreign_keys = ON');
+      // Checkpoints are ours (see afterCommit): SQLite's own runs, with its fsync, inside the commit that
+      // crosses 1,000 WAL pages, which made the p99 of a step 13-15 ms instead of 5.
+      this.db.pragma('wal_autocheckpoint = 0');
       this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       migrate(this.db);
       this.db.pragma(`busy_timeout = ${STATEMENT_BUSY_MS}`);
@@ -552,8 +559,40 @@ export class SqliteExecutionStore implements ExecutionStore {
         throw error;
       }
       for (const listener of this.listeners) listener();
+      this.afterCommit();
       return result;
     });
+  }
+
+  private commitsSinceCheckpoint = 0;
+  private checkpointTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * Schedules a passive checkpoint off the commit path: when writes pause, or (under steady load, or a
+   * bulk import with no pause at all) after CHECKPOINT_EVERY_COMMITS, queued behind this transaction.
+   */
+  private afterCommit(): void {
+    if (++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) {
+      this.commitsSinceCheckpoint = 0;
+      void this.checkpoint();
+      return;
+    }
+    if (this.checkpointTimer !== undefined) this.checkpointTimer.refresh();
+    else {
+      this.checkpointTimer = setTimeout(() => {
+        this.checkpointTimer = undefined;
+        void this.checkpoint();
+      }, CHECKPOINT_IDLE_MS);
+      this.checkpointTimer.unref();
+    }
+  }
+
+  private checkpoint(): Promise<void> {
+    return this.exclusive(async () => {
+      this.commitsSinceCheckpoint = 0;
+      // Another connection busy with the WAL only makes a passive checkpoint do less; never an error.
+      if (this.db.open) this.db.pragma('wal_checkpoint(PASSIVE)');
+    }).catch(() => undefined);
   }
 
   /** BEGIN IMMEDIATE, retried while another connection holds the write lock, up to BUSY_TIMEOUT_MS. */
@@ -602,6 +641,8 @@ export class SqliteExecutionStore implements ExecutionStore {
 
   async close(): Promise<void> {
     this.listeners.clear();
+    clearTimeout(this.checkpointTimer);
+    this.checkpointTimer = undefined;
     await this.exclusive(async () => {
       if (this.db.open) this.db.close();
     });
