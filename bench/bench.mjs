@@ -11,7 +11,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { dashboardScenario, printDashboard } from './dashboard.mjs';
-import { cliOf, INIT_PARAMS, LineServer, measureFloor, ratio, ROOT as root, spawnTimes } from './lib.mjs';
+import {
+  cliOf,
+  INIT_PARAMS,
+  LineServer,
+  loopWorkflow,
+  measureFloor,
+  ratio,
+  ROOT as root,
+  spawnTimes,
+} from './lib.mjs';
 
 const cli = cliOf(root);
 const arg = (name, fallback) => {
@@ -291,35 +300,6 @@ async function tasksScenario(env) {
     await server.stop();
     await api.stop();
   }
-}
-
-function loopWorkflow(dir) {
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    join(dir, 'bench-loop.json'),
-    JSON.stringify({
-      id: 'bench-loop',
-      name: 'Bench loop',
-      description: 'A long loop for the execution benchmark',
-      version: '1.0.0',
-      steps: [
-        {
-          id: 'grind',
-          type: 'loop',
-          title: 'Grind',
-          loop: { type: 'while', condition: { var: 'more', equals: true }, maxIterations: 10000 },
-          body: [
-            {
-              id: 'tick',
-              title: 'Tick',
-              prompt: 'Do one unit of work.',
-              validationCriteria: [{ type: 'length', min: 3, message: 'say what you did' }],
-            },
-          ],
-        },
-      ],
-    }),
-  );
 }
 
 function generatedWorkflows(dir, n) {

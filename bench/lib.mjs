@@ -141,7 +141,7 @@ export function loopWorkflow(dir) {
     JSON.stringify({
       id: 'bench-loop',
       name: 'Bench loop',
-      description: 'A long loop for the replica benchmark',
+      description: 'A long loop for the execution benchmarks',
       version: '1.0.0',
       steps: [
         {
@@ -149,7 +149,14 @@ export function loopWorkflow(dir) {
           type: 'loop',
           title: 'Grind',
           loop: { type: 'while', condition: { var: 'more', equals: true }, maxIterations: 10000 },
-          body: [{ id: 'tick', title: 'Tick', prompt: 'Do one unit of work.' }],
+          body: [
+            {
+              id: 'tick',
+              title: 'Tick',
+              prompt: 'Do one unit of work.',
+              validationCriteria: [{ type: 'length', min: 3, message: 'say what you did' }],
+            },
+          ],
         },
       ],
     }),
