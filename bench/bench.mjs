@@ -18,7 +18,9 @@ import {
   loopWorkflow,
   measureFloor,
   ratio,
+  requireToken,
   ROOT as root,
+  round,
   spawnTimes,
 } from './lib.mjs';
 
@@ -38,7 +40,6 @@ const TASKS = arg('tasks', 100);
 function quantile(sorted, q) {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
-const round = (n) => Math.round(n * 1000) / 1000;
 
 /** The built server, launched as clients launch it. */
 class Server extends LineServer {
@@ -134,14 +135,6 @@ function stats(samples) {
 }
 
 /** Durable executions: a 5,000-step loop in one execution, then status reads among 10,000 executions. */
-/** The continuation token of a durable answer: only in `next[].arguments.token`. */
-function tokenOf(answer) {
-  const token = (answer.next ?? []).find((n) => n.tool === 'workflow_next_step')?.arguments?.token;
-  if (token === undefined)
-    throw new Error(`no workflow_next_step in next: ${JSON.stringify(answer).slice(0, 400)}`);
-  return token;
-}
-
 async function executionsScenario(env) {
   progress(`durable executions: ${LOOP_STEPS} steps of one execution`);
   const server = new Server(env);
@@ -153,13 +146,13 @@ async function executionsScenario(env) {
     return res.result.structuredContent;
   };
   const started = await call('workflow_start', { workflow_name: 'bench-loop', context: { more: true } });
-  let token = tokenOf(started);
+  let token = requireToken(started);
   const steps = [];
   for (let i = 0; i < LOOP_STEPS; i++) {
     const t = performance.now();
     const res = await call('workflow_next_step', { token, output: { summary: `tick ${i}` } });
     steps.push(performance.now() - t);
-    token = tokenOf(res);
+    token = requireToken(res);
     if ((i + 1) % 1000 === 0) progress(`durable executions: ${i + 1}/${LOOP_STEPS} steps`);
   }
   // An agent thinks between steps: with pauses, the store's checkpoints run in them, not in a step.
@@ -170,7 +163,7 @@ async function executionsScenario(env) {
     const t = performance.now();
     const res = await call('workflow_next_step', { token, output: { summary: `paced ${i}` } });
     paced.push(performance.now() - t);
-    token = tokenOf(res);
+    token = requireToken(res);
   }
   const window = Math.min(500, Math.floor(LOOP_STEPS / 2));
   const nextStep = {

@@ -8,9 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-
-/** The continuation token of a durable answer: in the workflow_next_step call of its `next`. */
-const tokenOf = (answer) => answer.next?.find((n) => n.tool === 'workflow_next_step')?.arguments.token;
+import { tokenOf } from './lib.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cli = join(root, 'dist', 'cli.js');

@@ -224,3 +224,11 @@ export async function rpc(url, method, params, name) {
 /** The continuation token of a durable answer: inside its workflow_next_step call in `next`. */
 export const tokenOf = (answer) =>
   answer?.next?.find((n) => n.tool === 'workflow_next_step')?.arguments?.token;
+
+/** tokenOf, for a step that must hand out a token: a clear error instead of undefined. */
+export function requireToken(answer) {
+  const token = tokenOf(answer);
+  if (token === undefined)
+    throw new Error(`no workflow_next_step in next: ${JSON.stringify(answer).slice(0, 400)}`);
+  return token;
+}

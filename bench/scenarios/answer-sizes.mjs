@@ -1,58 +1,23 @@
 // What an agent pays in context: the bytes of tools/list per tool profile and of typical answers
 // (successes and failures), as a client receives them (the whole tools/call result: content text and
 // structuredContent). Runs alone too: node bench/scenarios/answer-sizes.mjs [--cli path/to/cli.js] [--dump]
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { LineServer, tokenOf } from '../lib.mjs';
 
 export const title = 'Answer sizes: tools/list per profile and typical answers (bytes)';
 
 const PROFILES = ['core', 'guidance', 'executions', 'authoring', 'automation', 'tasks', 'all'];
 
-/** One server over stdio, spoken to in raw JSON-RPC lines, launched the way a client launches it. */
-class Server {
-  constructor(cli, env) {
-    const flags = (/^#!.*\bnode\b(.*)$/m.exec(readFileSync(cli, 'utf8').split('\n')[0] ?? '')?.[1] ?? '')
-      .trim()
-      .split(/\s+/)
-      .filter((f) => f.startsWith('--'));
-    this.child = spawn(process.execPath, [...flags, cli], { env, stdio: ['pipe', 'pipe', 'ignore'] });
-    this.pending = new Map();
-    this.buffer = '';
-    this.nextId = 1;
-    this.child.stdout.setEncoding('utf8');
-    this.child.stdout.on('data', (chunk) => {
-      this.buffer += chunk;
-      for (let nl = this.buffer.indexOf('\n'); nl !== -1; nl = this.buffer.indexOf('\n')) {
-        const msg = JSON.parse(this.buffer.slice(0, nl));
-        this.buffer = this.buffer.slice(nl + 1);
-        this.pending.get(msg.id)?.(msg);
-        this.pending.delete(msg.id);
-      }
-    });
-  }
-  request(method, params) {
-    const id = this.nextId++;
-    return new Promise((res) => {
-      this.pending.set(id, res);
-      this.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
-    });
-  }
-  async initialize() {
-    await this.request('initialize', {
-      protocolVersion: '2025-06-18',
-      capabilities: {},
-      clientInfo: { name: 'bench-answer-sizes', version: '1' },
-    });
-  }
-  async stop() {
-    const exited = new Promise((r) => this.child.once('exit', r));
-    this.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 'bye', method: 'shutdown' })}\n`);
-    await exited;
-  }
+/** One server over stdio, launched the way a client launches it, after the handshake. */
+async function server(cli, env) {
+  const s = new LineServer(cli, env);
+  const init = await s.handshakeThen('ping', {});
+  if (init.error) throw new Error(`the server did not start: ${s.stderr}`);
+  return s;
 }
 
 const bytes = (value) => Buffer.byteLength(JSON.stringify(value));
@@ -65,12 +30,6 @@ function measure(result) {
     text,
     structured: result.structuredContent === undefined ? 0 : bytes(result.structuredContent),
   };
-}
-
-/** The continuation token of a durable answer: only in `next[].arguments.token`. */
-function tokenOf(answer) {
-  const submit = (answer.next ?? []).find((n) => n.tool === 'workflow_next_step');
-  return submit?.arguments?.token;
 }
 
 async function freePort() {
@@ -120,26 +79,24 @@ export async function run(ctx) {
   ctx.progress('tools/list per profile');
   const toolsList = {};
   for (const profile of PROFILES) {
-    const server = new Server(ctx.cli, { ...env, WORKFLOWLOOKUP_TOOLS: profile });
-    await server.initialize();
-    const res = await server.request('tools/list', {});
+    const s = await server(ctx.cli, { ...env, WORKFLOWLOOKUP_TOOLS: profile });
+    const res = await s.request('tools/list', {});
     toolsList[profile] = { tools: res.result.tools.length, bytes: bytes(res.result) };
-    await server.stop();
+    await s.stop();
   }
 
   ctx.progress('typical answers');
-  const server = new Server(ctx.cli, env);
+  const stdio = await server(ctx.cli, env);
   const answers = {};
   const dump = {};
   const call = async (label, name, args) => {
-    const res = await server.request('tools/call', { name, arguments: args });
+    const res = await stdio.request('tools/call', { name, arguments: args });
     if (res.error) throw new Error(`${label}: ${JSON.stringify(res.error)}`);
     answers[label] = { ...measure(res.result), error: res.result.isError === true };
     dump[label] = res.result;
     return res.result.structuredContent ?? {};
   };
   try {
-    await server.initialize();
     await call('workflow_list (bundled)', 'workflow_list', {});
     await call('workflow_get coding-task-workflow', 'workflow_get', { id: 'coding-task-workflow' });
     await call('workflow_next (guidance)', 'workflow_next', {
@@ -179,7 +136,7 @@ export async function run(ctx) {
     });
     await call('fail: command step, API down', 'workflow_start', { workflow_name: 'bench-command' });
   } finally {
-    await server.stop();
+    await stdio.stop();
   }
   if (ctx.args?.dump !== undefined) {
     process.stderr.write(`${JSON.stringify(dump, null, 2)}\n`);

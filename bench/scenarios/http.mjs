@@ -6,7 +6,16 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { LineServer, loopWorkflow, peakRssOf, round, rpc, startHttpServer, stats, tokenOf } from '../lib.mjs';
+import {
+  LineServer,
+  loopWorkflow,
+  peakRssOf,
+  requireToken,
+  round,
+  rpc,
+  startHttpServer,
+  stats,
+} from '../lib.mjs';
 
 export const title = 'Streamable HTTP next to stdio: workflow_next_step with 1, 10 and 50 clients';
 
@@ -23,13 +32,12 @@ async function load(call, clients, steps) {
   const began = performance.now();
   await Promise.all(
     starts.map(async (started) => {
-      let token = tokenOf(started);
+      let token = requireToken(started);
       for (let s = 0; s < steps; s++) {
         const t = performance.now();
         const res = await call('workflow_next_step', { token, output: { summary: `tick ${s}` } });
         latencies.push(performance.now() - t);
-        token = tokenOf(res);
-        if (token === undefined) throw new Error(`no token in ${JSON.stringify(res).slice(0, 300)}`);
+        token = requireToken(res);
       }
     }),
   );
