@@ -11,10 +11,9 @@ import {
   RawServer,
   ROOT,
   type Sandbox,
-  sandbox,
   tokenOf,
 } from './helpers/server.js';
-import { TasksApi, TOKEN } from './helpers/tasks-api.js';
+import { apiSandbox, TasksApi, TOKEN } from './helpers/tasks-api.js';
 
 type Json = Record<string, any>;
 
@@ -51,13 +50,7 @@ async function read(uri: string, c: Client = client): Promise<Json> {
 }
 
 beforeAll(async () => {
-  api = new TasksApi();
-  await api.start();
-  sb = sandbox({
-    WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${api.port}`,
-    WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
-  });
-  sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
+  ({ api, sb } = await apiSandbox());
   writeFileSync(join(sb.runtime, 'inputs-flow.yaml'), INPUTS_FLOW);
   writeFileSync(join(sb.runtime, 'fetch-flow.yaml'), FETCH_FLOW);
   ({ client, close } = await connectClient(sb));

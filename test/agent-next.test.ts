@@ -4,8 +4,8 @@
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, connectClient, FIXTURES, type Sandbox, sandbox } from './helpers/server.js';
-import { TasksApi, TOKEN } from './helpers/tasks-api.js';
+import { callTool, connectClient, FIXTURES, type Sandbox } from './helpers/server.js';
+import { apiSandbox, type TasksApi } from './helpers/tasks-api.js';
 
 type Json = Record<string, any>;
 interface NextCall {
@@ -85,13 +85,7 @@ let client: Client;
 let close: () => Promise<void>;
 
 beforeAll(async () => {
-  api = new TasksApi();
-  await api.start();
-  sb = sandbox({
-    WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${api.port}`,
-    WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
-  });
-  sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
+  ({ api, sb } = await apiSandbox());
   ({ client, close } = await connectClient(sb));
 });
 

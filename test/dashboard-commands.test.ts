@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type DashboardProcess, raw, startDashboard } from './helpers/dashboard.js';
-import { callTool, connectClient, FIXTURES, type Sandbox, sandbox } from './helpers/server.js';
-import { TasksApi, TOKEN } from './helpers/tasks-api.js';
+import { callTool, connectClient, FIXTURES, type Sandbox } from './helpers/server.js';
+import { apiSandbox, type TasksApi, TOKEN } from './helpers/tasks-api.js';
 
 type Json = Record<string, any>;
 
@@ -15,13 +15,7 @@ let closeClient: () => Promise<void>;
 let dash: DashboardProcess;
 
 beforeAll(async () => {
-  api = new TasksApi();
-  await api.start();
-  sb = sandbox({
-    WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${api.port}`,
-    WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
-  });
-  sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
+  ({ api, sb } = await apiSandbox());
   writeFileSync(
     join(sb.runtime, 'flaky-fetch.yaml'),
     `id: flaky-fetch

@@ -2,16 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  callTool,
-  connectClient,
-  FIXTURES,
-  RawServer,
-  type Sandbox,
-  sandbox,
-  tokenOf,
-} from './helpers/server.js';
-import { TasksApi, TOKEN } from './helpers/tasks-api.js';
+import { callTool, connectClient, FIXTURES, RawServer, type Sandbox, tokenOf } from './helpers/server.js';
+import { apiSandbox, type TasksApi } from './helpers/tasks-api.js';
 
 type Json = Record<string, any>;
 
@@ -52,13 +44,7 @@ const save = async (workflow: Json) => {
 };
 
 beforeAll(async () => {
-  api = new TasksApi();
-  await api.start();
-  sb = sandbox({
-    WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${api.port}`,
-    WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
-  });
-  sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
+  ({ api, sb } = await apiSandbox());
   ({ client, close: closeClient } = await connectClient(sb));
   await call('catalog_import_openapi', {
     source: join(FIXTURES, 'openapi', 'tasks-api.yaml'),

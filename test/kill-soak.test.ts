@@ -2,8 +2,8 @@ import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordReliability } from './helpers/reliability.js';
-import { FIXTURES, RawServer, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
-import { TasksApi, TOKEN } from './helpers/tasks-api.js';
+import { FIXTURES, RawServer, type Sandbox, tokenOf } from './helpers/server.js';
+import { apiSandbox, type TasksApi } from './helpers/tasks-api.js';
 
 type Json = Record<string, any>;
 
@@ -54,13 +54,7 @@ async function history(s: RawServer, executionId: string): Promise<Json[]> {
 }
 
 beforeAll(async () => {
-  api = new TasksApi();
-  await api.start();
-  sb = sandbox({
-    WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
-    WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${api.port}`,
-  });
-  sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
+  ({ api, sb } = await apiSandbox());
   cpSync(join(FIXTURES, 'valid'), sb.runtime, { recursive: true });
   writeFileSync(join(sb.runtime, 'soak-loop.yaml'), SOAK_WORKFLOW);
   const setup = await server();
