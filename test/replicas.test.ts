@@ -8,7 +8,14 @@ import {
   skipNotice,
   type TestDatabase,
 } from '../src/store/postgres/test-database.js';
-import { type HttpServer, type Json, post, startHttpServer } from './helpers/http-server.js';
+import {
+  type HttpServer,
+  type Json,
+  post,
+  STATELESS_ENVELOPE,
+  startHttpServer,
+  statelessCall,
+} from './helpers/http-server.js';
 import { CLI, FIXTURES, RawServer, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 import { TasksApi, TOKEN } from './helpers/tasks-api.js';
 
@@ -19,10 +26,6 @@ const pgServer = await findTestServer();
 if (pgServer.url === undefined) process.stderr.write(skipNotice('PostgreSQL replica suite', pgServer.why));
 
 const SECRET = 'one-secret-shared-by-every-replica-0123456789';
-const ENVELOPE = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
 
 let db: TestDatabase | undefined;
 let sb: Sandbox;
@@ -43,16 +46,7 @@ afterEach(() => {
   sb?.cleanup();
 });
 
-/** A stateless (2026-07-28) call: any replica can serve it. */
-async function call(url: string, method: string, params: Json): Promise<Json> {
-  const res = await post(
-    url,
-    { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: ENVELOPE } },
-    { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method },
-  );
-  if (!res.json) throw new Error(`no answer (${res.status}): ${res.text}`);
-  return res.json.error ? { error: res.json.error } : (res.json.result as Json);
-}
+const call = statelessCall;
 
 async function cluster(count: number): Promise<{ env: Record<string, string>; urls: string[] }> {
   sb = sandbox({ WORKFLOWLOOKUP_TOKEN_SECRET: SECRET, WORKFLOWLOOKUP_RATE_LIMIT: '0' });
@@ -216,7 +210,7 @@ describe.skipIf(pgServer.url === undefined)('replicas on one PostgreSQL', () => 
           jsonrpc: '2.0',
           id: 2,
           method: 'resources/read',
-          params: { uri: `workflowlookup://workflow/step_history/${run.id}`, _meta: ENVELOPE },
+          params: { uri: `workflowlookup://workflow/step_history/${run.id}`, _meta: STATELESS_ENVELOPE },
         },
         {
           'mcp-protocol-version': '2026-07-28',

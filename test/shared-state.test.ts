@@ -9,7 +9,15 @@ import {
   skipNotice,
   type TestDatabase,
 } from '../src/store/postgres/test-database.js';
-import { type HttpServer, httpClient, type Json, post, startHttpServer } from './helpers/http-server.js';
+import {
+  type HttpServer,
+  httpClient,
+  type Json,
+  post,
+  STATELESS_ENVELOPE,
+  startHttpServer,
+  statelessCall,
+} from './helpers/http-server.js';
 import { CLI, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 import { TasksApi, TOKEN } from './helpers/tasks-api.js';
 
@@ -23,10 +31,6 @@ if (pgServer.url === undefined)
   process.stderr.write(skipNotice('PostgreSQL shared state suite', pgServer.why));
 
 const SECRET = 'one-secret-shared-by-every-replica-0123456789';
-const ENVELOPE = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
 
 let db: TestDatabase | undefined;
 let sb: Sandbox;
@@ -49,22 +53,13 @@ afterEach(async () => {
   sb?.cleanup();
 });
 
-/** A stateless (2026-07-28) call: any replica can serve it. */
-async function call(url: string, method: string, params: Json): Promise<Json> {
-  const res = await post(
-    url,
-    { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: ENVELOPE } },
-    { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method },
-  );
-  if (!res.json) throw new Error(`no answer (${res.status}): ${res.text}`);
-  return res.json.error ? { error: res.json.error } : (res.json.result as Json);
-}
+const call = statelessCall;
 
 /** A resource read on any replica. */
 async function read(url: string, uri: string): Promise<string> {
   const res = await post(
     url,
-    { jsonrpc: '2.0', id: 2, method: 'resources/read', params: { uri, _meta: ENVELOPE } },
+    { jsonrpc: '2.0', id: 2, method: 'resources/read', params: { uri, _meta: STATELESS_ENVELOPE } },
     { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'resources/read', 'mcp-name': uri },
   );
   return res.json?.result.contents[0].text as string;

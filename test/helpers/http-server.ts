@@ -102,3 +102,20 @@ export async function post(
   }
   return { status: res.status, headers: res.headers, json, text };
 }
+
+/** The `_meta` envelope of a stateless 2026-07-28 request (no capabilities). */
+export const STATELESS_ENVELOPE = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+
+/** A stateless (2026-07-28) call: any server process, any replica, can answer it. */
+export async function statelessCall(url: string, method: string, params: Json): Promise<Json> {
+  const res = await post(
+    url,
+    { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: STATELESS_ENVELOPE } },
+    { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method },
+  );
+  if (!res.json) throw new Error(`no answer (${res.status}): ${res.text}`);
+  return res.json.error ? { error: res.json.error } : (res.json.result as Json);
+}
