@@ -157,6 +157,14 @@ describe('WorkRail workflows', () => {
     const skipped = await call('workflow_start', { workflow_id: 'wr.artifact-loop' });
     const after = await submit(skipped, loopControl('stop', 'tidy-rounds'));
     expect(after.step_name).toBe('wrap-up');
+
+    // The stateless step check judges an output as a durable submission does.
+    const check = (output: string) =>
+      call('workflow_validate', { workflowId: 'wr.artifact-loop', stepId: 'tidy-decide', output });
+    const refused = await check('All tidy now.');
+    expect(refused.valid).toBe(false);
+    expect(refused.issues[0]).toContain('no loop-control artifact');
+    expect((await check(loopControl('stop'))).valid).toBe(true);
   });
 
   it('assessments are checked on submit and a low level requires a follow-up on the same step', async () => {

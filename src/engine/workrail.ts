@@ -17,6 +17,7 @@ import {
   type Workflow,
 } from '../model/workflow.js';
 import { asRecord, type Context, evaluateCondition } from './conditions.js';
+import type { ValidationResult } from './validation-engine.js';
 
 // ---------------------------------------------------------------------------------------------
 // Built-in snippets (`{kind: "ref", refId}` parts), in our own words
@@ -449,6 +450,24 @@ export function decisionTarget(
 }
 
 /** The context with a loop decision recorded for the loop it addresses. */
+/**
+ * A step's criteria result with its WorkRail checks added: a missing or bad artifact fails it like a
+ * broken rule, and a fired assessment consequence asks for its follow-up. One rule for the durable
+ * submission and the stateless step check, so both judge an output alike.
+ */
+export function withSubmissionCheck(
+  validation: ValidationResult,
+  reported: SubmissionCheck,
+): ValidationResult {
+  if (!validation.valid || (reported.issues.length === 0 && reported.followups.length === 0))
+    return validation;
+  return {
+    valid: false,
+    issues: [...reported.issues, ...reported.followups.map((f) => `Follow-up required: ${f}`)],
+    suggestions: reported.suggestions,
+  };
+}
+
 export function recordDecision(
   workflow: Workflow,
   stepId: string,

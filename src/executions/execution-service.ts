@@ -8,7 +8,7 @@ import { DomainFailure, fail } from '../engine/errors.js';
 import { findActionStep, findPromptStep, nextStep } from '../engine/next-step.js';
 import { canTransition, type ExecutionState, isTerminal, TRANSITIONS } from '../engine/state-machine.js';
 import type { ValidationEngine, ValidationResult } from '../engine/validation-engine.js';
-import { checkSubmission, recordDecision } from '../engine/workrail.js';
+import { checkSubmission, recordDecision, withSubmissionCheck } from '../engine/workrail.js';
 import { isCommandStep, type Workflow } from '../model/workflow.js';
 import type { ExecutionRecord, ExecutionStore, StoreWriter } from '../store/execution-store.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
@@ -387,13 +387,7 @@ export class ExecutionService {
       // WorkRail contracts and assessments: a missing artifact refuses the output like a failed rule, and
       // a fired assessment consequence keeps the step current with its follow-up guidance.
       const reported = checkSubmission(workflow, step, output);
-      if (validation.valid && (reported.issues.length > 0 || reported.followups.length > 0)) {
-        validation = {
-          valid: false,
-          issues: [...reported.issues, ...reported.followups.map((f) => `Follow-up required: ${f}`)],
-          suggestions: reported.suggestions,
-        };
-      }
+      validation = withSubmissionCheck(validation, reported);
       const at = nowIso();
       let outcome: Outcome;
       if (!validation.valid) {

@@ -5,6 +5,7 @@ import { fail } from '../../engine/errors.js';
 import { buildGuidance, contextScope } from '../../engine/guidance.js';
 import { allStepIds, findActionStep, nextStep } from '../../engine/next-step.js';
 import { CriteriaError, GENERIC_SUGGESTION, type ValidationEngine } from '../../engine/validation-engine.js';
+import { checkSubmission, withSubmissionCheck } from '../../engine/workrail.js';
 import { ID_PATTERN, IdSchema, isCommandStep, type Workflow } from '../../model/workflow.js';
 import { toMermaid, workflowDiagram } from '../../workflows/diagram.js';
 import { formatOf } from '../../workflows/parse.js';
@@ -399,7 +400,8 @@ export function guidanceTools({
         try {
           if (isCommandStep(step)) return commandOutputCheck(engine, step.output_contract, output);
           engine.check(step.validationCriteria);
-          return engine.validate(step.validationCriteria, output, context ?? {});
+          const validation = await engine.validate(step.validationCriteria, output, context ?? {});
+          return withSubmissionCheck(validation, checkSubmission(workflow, step, { summary: output }));
         } catch (error) {
           if (!(error instanceof CriteriaError)) throw error;
           if (error.kind === 'schema') {
