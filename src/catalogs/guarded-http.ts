@@ -6,12 +6,29 @@
  * as a stream that is cut off past a byte limit.
  */
 import type { LookupAddress } from 'node:dns';
-import { lookup as dnsLookup } from 'node:dns/promises';
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { isIP, type LookupFunction, connect as netConnect, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
 import { type HostPolicy, HostRefused } from './host-policy.js';
+
+// Loaded on the first outbound request, not at start-up: most sessions never call an API, and these
+// modules (TLS above all) are a measurable part of the server's start (bench/).
+let networking:
+  | Promise<
+      [
+        typeof import('node:dns/promises'),
+        typeof import('node:http'),
+        typeof import('node:https'),
+        typeof import('node:tls'),
+      ]
+    >
+  | undefined;
+const loadNetworking = () =>
+  (networking ??= Promise.all([
+    import('node:dns/promises'),
+    import('node:http'),
+    import('node:https'),
+    import('node:tls'),
+  ]));
 
 /** A body longer than the caller's limit; the connection was closed without reading the rest. */
 export class BodyTooLarge extends Error {
@@ -43,24 +60,21 @@ export interface HttpAnswer {
 }
 
 /** Sends one request (no redirects followed) once its destination passed the policy. */
-export function send(url: URL, options: OutboundRequest): Promise<HttpAnswer> {
+export async function send(url: URL, options: OutboundRequest): Promise<HttpAnswer> {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    return Promise.reject(new HostRefused(`only http and https URLs can be called, not ${url.protocol}`));
+    throw new HostRefused(`only http and https URLs can be called, not ${url.protocol}`);
   }
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const secure = url.protocol === 'https:';
   const port = Number(url.port || (secure ? 443 : 80));
   const { policy, signal } = options;
-  try {
-    if (isIP(host) !== 0) policy.check(url, host);
-  } catch (error) {
-    return Promise.reject(error);
-  }
+  if (isIP(host) !== 0) policy.check(url, host);
+  const [dns, http, https, tls] = await loadNetworking();
 
   const lookup: LookupFunction = (hostname, lookupOptions, callback) => {
     const resolving = options.resolve
       ? options.resolve(hostname)
-      : dnsLookup(hostname, { all: true, family: lookupOptions.family ?? 0 });
+      : dns.lookup(hostname, { all: true, family: lookupOptions.family ?? 0 });
     resolving.then(
       (addresses) => {
         try {
@@ -80,7 +94,7 @@ export function send(url: URL, options: OutboundRequest): Promise<HttpAnswer> {
 
   const createConnection = (_: unknown, done: (error: Error | null, socket: Socket) => void) => {
     const socket: Socket = secure
-      ? tlsConnect({
+      ? tls.connect({
           host,
           port,
           lookup,
@@ -108,7 +122,7 @@ export function send(url: URL, options: OutboundRequest): Promise<HttpAnswer> {
   };
 
   return new Promise((resolve, reject) => {
-    const req = (secure ? httpsRequest : httpRequest)(
+    const req = (secure ? https.request : http.request)(
       url,
       { method: options.method, headers: options.headers, signal, createConnection },
       (res) => resolve(answer(res)),
