@@ -41,14 +41,23 @@ export class Checkpointer {
 
   /** `workerUrl`: the thread's script (default: the bundled one); `false`: checkpoint here. */
   constructor(
-    file: string,
+    private readonly file: string,
     private readonly checkpointHere: () => Promise<void>,
-    workerUrl: URL | false | undefined = bundledWorker(),
-  ) {
-    if (workerUrl === false || workerUrl === undefined) return;
-    const data: CheckpointWorkerData = { file, signal: this.signal };
+    private workerUrl: URL | false | undefined = bundledWorker(),
+  ) {}
+
+  /**
+   * The thread is started by the first steady load (CHECKPOINT_EVERY_COMMITS commits without a pause),
+   * not with the store: at an agent's pace the checkpoints run in the pauses between steps, where they
+   * hold no one up, and the thread would only cost its memory (a V8 isolate, about 8 MB).
+   */
+  private startWorker(): void {
+    const url = this.workerUrl;
+    this.workerUrl = undefined;
+    if (url === false || url === undefined) return;
+    const data: CheckpointWorkerData = { file: this.file, signal: this.signal };
     try {
-      this.worker = new Worker(workerUrl, {
+      this.worker = new Worker(url, {
         workerData: data,
         // A loop and a connection: a small heap is plenty.
         resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 1 },
@@ -96,6 +105,7 @@ export class Checkpointer {
     }
     if (++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) {
       this.checkpointNow();
+      if (this.workerUrl !== undefined) this.startWorker();
       return;
     }
     if (this.timer !== undefined) this.timer.refresh();

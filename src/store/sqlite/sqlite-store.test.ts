@@ -163,9 +163,26 @@ describe('checkpoints', () => {
     store = new SqliteExecutionStore(dir, options);
   };
 
-  it('run in a thread of their own: the database file catches up while the event loop is busy, and the WAL stays bounded under steady writes', async () => {
+  it('run in a thread of their own under steady load: the database file catches up while the event loop is busy, and the WAL stays bounded', async () => {
     await reopen({ checkpointWorker: await checkpointWorkerUrl() });
-    await seed([record('c1')]);
+    const started: unknown[] = [];
+    const onWorker = (worker: unknown) => started.push(worker);
+    process.on('worker', onWorker);
+    try {
+      await seed([record('c1')]);
+      // At an agent's pace (a pause after every few commits) the checkpoints run in the pauses: no thread.
+      for (let round = 0; round < 4; round++) {
+        await writes(10, round * 10);
+        await new Promise((r) => setTimeout(r, 40));
+      }
+      expect(started).toHaveLength(0);
+      // Steady load starts it (the process hears of a new thread a moment later).
+      await writes(60, 100);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(started).toHaveLength(1);
+    } finally {
+      process.off('worker', onWorker);
+    }
     await writes(10, 5000);
     // The event loop is held until the database file has the last commit: only the thread can copy it.
     const deadline = performance.now() + 5000;
