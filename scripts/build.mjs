@@ -34,10 +34,11 @@ rmSync('dist/chunks', { recursive: true, force: true });
 
 await build({
   // The validation worker is a thread of its own (regex and JSON Schema checks under a time budget);
-  // ValidationEngine finds it beside cli.js.
+  // ValidationEngine finds it beside cli.js. So does the SQLite store its checkpoint thread.
   entryPoints: {
     cli: 'src/cli/entry.ts',
     'validation-worker': 'src/engine/validation-worker.ts',
+    'checkpoint-worker': 'src/store/sqlite/checkpoint-worker.ts',
     'prelude-answers': 'src/cli/prelude-answers.ts',
   },
   define: { __WORKFLOWLOOKUP_CHECKER_ID__: JSON.stringify(checkerId()) },

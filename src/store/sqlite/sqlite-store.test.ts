@@ -1,11 +1,13 @@
-import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { checkpointWorkerUrl } from '../../../test/helpers/checkpoint-worker.js';
 import type { ExecutionState } from '../../engine/state-machine.js';
 import type { ExecutionRecord } from '../execution-store.js';
-import { SqliteExecutionStore } from './sqlite-store.js';
+import { WAL_LIMIT_FRAMES } from './checkpoint-policy.js';
+import { SqliteExecutionStore, type SqliteStoreOptions } from './sqlite-store.js';
 
 let dir: string;
 let store: SqliteExecutionStore;
@@ -141,28 +143,81 @@ describe('checkpoints', () => {
       });
     }
   };
-
-  it('run off the commit path: the WAL stays bounded under steady writes and is checkpointed once writes pause', async () => {
-    await seed([record('c1')]);
-    await writes(2000, 0);
-    // Without checkpoints 2,000 commits of a 3 KB row leave a WAL of several MB; ours reuse its start.
-    expect(walBytes()).toBeLessThan(2_000_000);
-    // A few commits, then a pause: they reach the database file itself, so a copy of that file alone
-    // (without its WAL) holds them.
-    await writes(10, 5000);
-    await new Promise((r) => setTimeout(r, 200));
+  /** The `big` marker of c1 in the database file alone, as a copy without its WAL sees it. */
+  const inDatabaseFile = (): string => {
     const copy = join(dir, 'copy.db');
     copyFileSync(join(dir, 'workflowlookup.db'), copy);
     const direct = new Database(copy, { readonly: true });
     try {
       const row = direct
         .prepare('SELECT context FROM workflow_executions WHERE execution_id = ?')
-        .get('c1') as {
-        context: string;
-      };
-      expect(JSON.parse(row.context).big.startsWith('5009')).toBe(true);
+        .get('c1') as { context: string } | undefined;
+      return row ? JSON.parse(row.context).big.slice(0, 4) : '';
     } finally {
       direct.close();
+      rmSync(copy);
     }
+  };
+  const reopen = async (options: SqliteStoreOptions) => {
+    await store.close();
+    store = new SqliteExecutionStore(dir, options);
+  };
+
+  it('run in a thread of their own under steady load: the database file catches up while the event loop is busy, and the WAL stays bounded', async () => {
+    await reopen({ checkpointWorker: await checkpointWorkerUrl() });
+    const started: unknown[] = [];
+    const onWorker = (worker: unknown) => started.push(worker);
+    process.on('worker', onWorker);
+    try {
+      await seed([record('c1')]);
+      // At an agent's pace (a pause after every few commits) the checkpoints run in the pauses: no thread.
+      for (let round = 0; round < 4; round++) {
+        await writes(10, round * 10);
+        await new Promise((r) => setTimeout(r, 40));
+      }
+      expect(started).toHaveLength(0);
+      // Steady load starts it (the process hears of a new thread a moment later).
+      await writes(60, 100);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(started).toHaveLength(1);
+    } finally {
+      process.off('worker', onWorker);
+    }
+    await writes(10, 5000);
+    // The event loop is held until the database file has the last commit: only the thread can copy it.
+    const deadline = performance.now() + 5000;
+    let seen = inDatabaseFile();
+    while (seen !== '5009' && performance.now() < deadline) {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+      seen = inDatabaseFile();
+    }
+    expect(seen).toBe('5009');
+    // Back to back (with no pause at all, as a bulk import writes), a checkpoint beside the writer never
+    // finds the WAL all copied; the event loop finishes one past the limit, so the WAL starts over
+    // instead of growing with every commit: 3,000 commits of 7 frames would make it 21,000 frames.
+    const frames = () => walBytes() / (4096 + 24);
+    let most = 0;
+    for (let round = 0; round < 30; round++) {
+      await writes(100, round * 100);
+      most = Math.max(most, frames());
+    }
+    expect(most).toBeLessThan(WAL_LIMIT_FRAMES * 1.5);
+    // Closing stops the thread and closes its connection first: the store's, the last, removes the WAL.
+    await store.close();
+    expect(existsSync(join(dir, 'workflowlookup.db-wal'))).toBe(false);
+  });
+
+  it('run on the event loop without the thread (or once it died), under the same policy', async () => {
+    // A thread that dies at once: the store carries on without it.
+    const dying = new URL(`data:text/javascript,${encodeURIComponent('throw new Error("gone")')}`);
+    await reopen({ checkpointWorker: dying });
+    await seed([record('c1')]);
+    await writes(2000, 0);
+    // Without checkpoints 2,000 commits of a 3 KB row leave a WAL of several MB; ours reuse its start.
+    expect(walBytes()).toBeLessThan(2_000_000);
+    // A few commits, then a pause: they reach the database file itself.
+    await writes(10, 5000);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(inDatabaseFile()).toBe('5009');
   });
 });

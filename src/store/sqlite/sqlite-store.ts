@@ -24,6 +24,7 @@ import type {
   TelemetryRecord,
 } from '../execution-store.js';
 import { SqlFilter } from '../sql-filter.js';
+import { Checkpointer } from './checkpointer.js';
 import { MIGRATIONS } from './migrations.js';
 import { DATABASE_FILE, refuseDamagedFile } from './sqlite-file.js';
 
@@ -35,10 +36,6 @@ const BUSY_TIMEOUT_MS = 5000;
  * write lock asynchronously instead.
  */
 const STATEMENT_BUSY_MS = 10;
-/** A checkpoint runs once writes pause this long... */
-const CHECKPOINT_IDLE_MS = 20;
-/** ...or after this many commits of steady load, so the WAL stays bounded. */
-const CHECKPOINT_EVERY_COMMITS = 50;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -165,6 +162,11 @@ export interface SqliteStoreOptions {
    * transaction is refused. Readers never block the server's writers (WAL).
    */
   readOnly?: boolean;
+  /**
+   * The script of the checkpoint thread (default: dist/checkpoint-worker.js beside the bundle); `false`
+   * checkpoints on the event loop. Tests run from the sources pass a bundle of checkpoint-worker.ts.
+   */
+  checkpointWorker?: URL | false;
 }
 
 const executionParams = (r: ExecutionRecord) => ({
@@ -187,6 +189,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   private readonly stmts;
   private readonly readOnly: boolean;
   private readonly listeners = new Set<() => void>();
+  private readonly checkpointer: Checkpointer | undefined;
 
   constructor(dataDir: string, options: SqliteStoreOptions = {}) {
     this.readOnly = options.readOnly === true;
@@ -209,12 +212,13 @@ export class SqliteExecutionStore implements ExecutionStore {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
       this.db.pragma('foreign_keys = ON');
-      // Checkpoints are ours (see afterCommit): SQLite's own runs, with its fsync, inside the commit that
-      // crosses 1,000 WAL pages, which made the p99 of a step 13-15 ms instead of 5.
+      // Checkpoints are ours (checkpointer.ts): SQLite's own runs, with its fsyncs, inside the commit
+      // that crosses 1,000 WAL pages, which made the p99 of a step 13-15 ms instead of 5.
       this.db.pragma('wal_autocheckpoint = 0');
       this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       migrate(this.db);
       this.db.pragma(`busy_timeout = ${STATEMENT_BUSY_MS}`);
+      this.checkpointer = new Checkpointer(this.location, () => this.checkpoint(), options.checkpointWorker);
     }
     const db = this.db;
     this.stmts = {
@@ -559,37 +563,17 @@ export class SqliteExecutionStore implements ExecutionStore {
         throw error;
       }
       for (const listener of this.listeners) listener();
-      this.afterCommit();
+      this.checkpointer?.committed();
       return result;
     });
   }
 
-  private commitsSinceCheckpoint = 0;
-  private checkpointTimer: NodeJS.Timeout | undefined;
-
   /**
-   * Schedules a passive checkpoint off the commit path: when writes pause, or (under steady load, or a
-   * bulk import with no pause at all) after CHECKPOINT_EVERY_COMMITS, queued behind this transaction.
+   * A passive checkpoint on the event loop: every one without the checkpoint thread, and with it the
+   * one that lets a WAL grown under steady load start over (see WAL_LIMIT_FRAMES).
    */
-  private afterCommit(): void {
-    if (++this.commitsSinceCheckpoint >= CHECKPOINT_EVERY_COMMITS) {
-      this.commitsSinceCheckpoint = 0;
-      void this.checkpoint();
-      return;
-    }
-    if (this.checkpointTimer !== undefined) this.checkpointTimer.refresh();
-    else {
-      this.checkpointTimer = setTimeout(() => {
-        this.checkpointTimer = undefined;
-        void this.checkpoint();
-      }, CHECKPOINT_IDLE_MS);
-      this.checkpointTimer.unref();
-    }
-  }
-
   private checkpoint(): Promise<void> {
     return this.exclusive(async () => {
-      this.commitsSinceCheckpoint = 0;
       // Another connection busy with the WAL only makes a passive checkpoint do less; never an error.
       if (this.db.open) this.db.pragma('wal_checkpoint(PASSIVE)');
     }).catch(() => undefined);
@@ -641,8 +625,8 @@ export class SqliteExecutionStore implements ExecutionStore {
 
   async close(): Promise<void> {
     this.listeners.clear();
-    clearTimeout(this.checkpointTimer);
-    this.checkpointTimer = undefined;
+    // The thread's connection first: the last one to close checkpoints the WAL and removes it.
+    await this.checkpointer?.close();
     await this.exclusive(async () => {
       if (this.db.open) this.db.close();
     });
