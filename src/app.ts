@@ -371,8 +371,9 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   const warmUp = () => {
     if (warm) return;
     warm = true;
+    // The regex and JSON Schema worker is not started here: it holds ~15 MB, and starts when a check
+    // (or a definition that must be checked) needs it.
     registry.ready().catch((error: unknown) => log(`loading workflows failed: ${String(error)}`));
-    engine.load().catch((error: unknown) => log(`loading the validation engine failed: ${String(error)}`));
     // Tasks a killed server left behind are resumed (or failed) without waiting for a client to ask.
     if (options.openStore !== undefined || existsSync(join(config.dataDir, DATABASE_FILE))) {
       tasks.services().catch((error: unknown) => log(`recovering tasks failed: ${String(error)}`));

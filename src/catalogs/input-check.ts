@@ -31,7 +31,8 @@ export class InputChecker {
     options: { providers?: boolean } = {},
   ): Promise<InputCheck> {
     const { engine, allowedEnv } = this.deps;
-    await engine.load();
+    // Only a `pattern` needs the regex worker; most workflows declare none, and it costs ~15 MB running.
+    if (Object.values(workflow.inputs ?? {}).some((spec) => spec.pattern !== undefined)) await engine.load();
     return resolveInputs(workflow.inputs, given, {
       env: allowedEnv,
       matches: (pattern, text) => engine.matches(pattern, text),

@@ -243,3 +243,37 @@ describe('deep structures (10,000 levels)', () => {
     ]);
   });
 });
+
+describe('the worker runs only while checks need it', () => {
+  it('starts for regex and schema rules only, and stops on unload', async () => {
+    const lazy = new ValidationEngine({ workerUrl: await validationWorkerUrl() });
+    await lazy.loadFor([
+      { type: 'contains', value: 'plan', message: 'plan' },
+      { not: { type: 'length', min: 1, message: 'long' }, message: 'short' },
+    ]);
+    await lazy.loadFor(undefined);
+    expect(lazy.loaded).toBe(false);
+    // contains and length rules run without it
+    expect(lazy.validate([{ type: 'contains', value: 'plan', message: 'plan' }], 'a plan', {}).valid).toBe(
+      true,
+    );
+    expect(lazy.loaded).toBe(false);
+    const regex: ValidationCriteria = [
+      {
+        or: [
+          { type: 'length', min: 99, message: 'long' },
+          { type: 'regex', pattern: '^a', message: 'a' },
+        ],
+      },
+    ];
+    await lazy.loadFor(regex);
+    expect(lazy.loaded).toBe(true);
+    expect(lazy.validate(regex, 'a plan', {}).valid).toBe(true);
+    lazy.unload();
+    expect(lazy.loaded).toBe(false);
+    // A check after unload starts another worker.
+    expect(lazy.validate(schemaRule({ type: 'object' }), '{}', {}).valid).toBe(true);
+    expect(lazy.loaded).toBe(true);
+    lazy.unload();
+  });
+});

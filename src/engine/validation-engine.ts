@@ -108,8 +108,8 @@ export interface ValidationEngineOptions {
 /**
  * The ValidationEngine of seed 002: checks one step output against the step's criteria in the given
  * context. `contains` and `length` rules run here; `regex` and `schema` rules run in a worker thread
- * under a time budget (see validation-worker-client.ts). Await `load()` before checking so that no
- * check waits for the worker to start.
+ * under a time budget (see validation-worker-client.ts). Await `load()` (or `loadFor(criteria)`) before
+ * checking so that no check waits for the worker to start.
  */
 export class ValidationEngine {
   private readonly worker: ValidationWorkerClient;
@@ -129,6 +129,30 @@ export class ValidationEngine {
    */
   load(): Promise<void> {
     return this.worker.start();
+  }
+
+  /** Whether the worker runs now (started by load() or a check, and not yet stopped as idle). */
+  get loaded(): boolean {
+    return this.worker.running;
+  }
+
+  /** Stops the worker now instead of when it has been idle a while; the next load() starts another. */
+  unload(): void {
+    this.worker.release();
+  }
+
+  /**
+   * load(), only when `criteria` hold a regex or JSON Schema rule. The worker holds ~15 MB while it
+   * runs, and most steps check only `contains` and `length` rules, which need no worker.
+   */
+  loadFor(criteria: ValidationCriteria | undefined): Promise<void> {
+    let needed: boolean;
+    try {
+      needed = leaves(criteria).some(({ rule }) => isWorkerRule(rule));
+    } catch {
+      needed = false; // nested too deeply: check() refuses the criteria before anything runs
+    }
+    return needed ? this.load() : Promise.resolve();
   }
 
   validate(criteria: ValidationCriteria | undefined, output: string, context: Context): ValidationResult {

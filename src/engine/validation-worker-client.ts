@@ -4,7 +4,7 @@ import { type CheckReply, type CheckRequest, SIGNAL, type WorkerInit } from './v
 /** How long a (re)started worker may take to load its libraries before a check waits on it. */
 const STARTUP_MS = 5_000;
 
-/** A worker unused this long is stopped (it holds ~10 MB); the next check starts another. */
+/** A worker unused this long is stopped (it holds ~15 MB); the next check starts another. */
 const IDLE_MS = 30_000;
 
 /** The worker did not answer before the deadline; it has been terminated and replaced. */
@@ -49,6 +49,16 @@ export class ValidationWorkerClient {
     const live = this.current();
     live.idle.refresh();
     await live.ready;
+  }
+
+  /** Whether a worker runs (or is starting). */
+  get running(): boolean {
+    return this.live !== undefined;
+  }
+
+  /** Stops the worker now instead of after IDLE_MS; the next start or request starts another. */
+  release(): void {
+    if (this.live !== undefined) this.stop(this.live);
   }
 
   /** Sends a request and waits for its answer until `deadline` (a performance.now() time). */

@@ -87,7 +87,6 @@ export class ExecutionService {
     await Promise.all([
       this.deps.registry.ready(),
       this.deps.personas.ready(),
-      this.deps.engine.load(),
       this.deps.commands?.catalogs.ready(),
     ]);
   }
@@ -371,6 +370,8 @@ export class ExecutionService {
       }
       machine.refuseOwnedKeys(workflow, output.context, 'output.context');
       const context: Context = { ...exec.context, ...(output.context ?? {}) };
+      // The regex and JSON Schema worker starts only for a step whose rules need it (see loadFor).
+      await engine.loadFor(step.validationCriteria);
       let validation: ValidationResult;
       try {
         engine.check(step.validationCriteria);

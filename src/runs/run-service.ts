@@ -113,7 +113,9 @@ export class RunService {
     options: { runId?: string | undefined; inputs: 'require' | 'report'; resumed?: boolean },
   ): Promise<PreparedRun> {
     const { registry, engine, store } = this.deps;
-    await Promise.all([registry.ready(), engine.load()]);
+    // One after the other: the registry's first load stops the worker it started for checking files.
+    await registry.ready();
+    await engine.load();
     if (options.resumed && options.runId !== undefined) {
       // A run taken over after a restart goes on with what its execution pinned (the workflow may have
       // changed or gone since), and with the inputs it started with.

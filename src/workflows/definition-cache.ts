@@ -123,7 +123,7 @@ export class DefinitionCache {
     const tmp = `${this.path}.${process.pid}.tmp`;
     try {
       mkdirSync(dirname(this.path), { recursive: true });
-      writeFileSync(tmp, JSON.stringify(data));
+      writeFileSync(tmp, asciiJson(data));
       renameSync(tmp, this.path);
     } catch (error) {
       this.log(
@@ -131,6 +131,18 @@ export class DefinitionCache {
       );
     }
   }
+}
+
+/**
+ * JSON with every non-ASCII character escaped. Read back, an ASCII file is a one-byte string, while a
+ * single "→" in any definition makes the whole text a UTF-16 one: twice the memory at start (6 MB
+ * instead of 3 for 1,000 workflows), held until the next full garbage collection.
+ */
+function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[\u0080-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /** A cached entry that has the shape the registry serves (a hand-edited cache must not crash it). */

@@ -124,7 +124,11 @@ export class WorkflowRegistry {
   /** Loads every source (once; later calls wait for the same load). */
   ready(): Promise<void> {
     this.loading ??= (async () => {
+      const wasLoaded = this.engine.loaded;
       await Promise.all(this.sources.map((s) => this.scan(s)));
+      // Files missing from the definition cache were checked with the regex and JSON Schema worker. That
+      // is one burst at start, and most sessions never need the worker again: it is not kept (~15 MB).
+      if (!wasLoaded) this.engine.unload();
       this.rebuild();
       this.options.cache?.flush();
       if (this.options.watch) this.watch();

@@ -67,7 +67,9 @@ export function inputTools(deps: InputToolDeps): ToolDefinition[] {
   const { registry, engine, catalogs } = deps;
 
   const subject = async (workflowId: string | undefined, content: string | undefined): Promise<Workflow> => {
-    await Promise.all([registry.ready(), engine.load()]);
+    // One after the other: the registry's first load stops the worker it started for checking files.
+    await registry.ready();
+    await engine.load();
     if (workflowId !== undefined) return registry.require(workflowId).workflow;
     const report = await checkManifest({ content }, engine, undefined, deps.allowedEnvNames);
     if (!report.valid || !report.workflow) {

@@ -392,11 +392,14 @@ export function guidanceTools({
       annotations: READ_ONLY,
       summarize: (r) => (r.valid ? 'The output passes.' : `The output fails: ${r.issues.join('; ')}`),
       handler: async ({ workflowId, stepId, output, context }) => {
-        await Promise.all([registry.ready(), engine.load()]);
+        await registry.ready();
         const { workflow } = registry.require(workflowId);
         const step = findActionStep(workflow, stepId);
         if (step === undefined)
           fail({ code: 'step_not_found', message: 'Step not found', workflowId, stepId });
+        // The regex and JSON Schema worker starts only when this check needs it.
+        if (!isCommandStep(step)) await engine.loadFor(step.validationCriteria);
+        else if (step.output_contract !== undefined) await engine.load();
         try {
           if (isCommandStep(step)) return commandOutputCheck(engine, step.output_contract, output);
           engine.check(step.validationCriteria);
