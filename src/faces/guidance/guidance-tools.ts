@@ -403,7 +403,7 @@ export function guidanceTools({
         try {
           if (isCommandStep(step)) return commandOutputCheck(engine, step.output_contract, output);
           engine.check(step.validationCriteria);
-          const validation = await engine.validate(step.validationCriteria, output, context ?? {});
+          const validation = engine.validate(step.validationCriteria, output, context ?? {});
           return withSubmissionCheck(validation, checkSubmission(workflow, step, { summary: output }));
         } catch (error) {
           if (!(error instanceof CriteriaError)) throw error;
