@@ -3,16 +3,10 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainFailure } from '../../engine/errors.js';
+import { countsQuery, headsQuery, listQuery, telemetryQuery } from '../sql/queries.js';
 import { execution, seed, step } from '../store-test-kit.js';
 import { describeConnectionError, resolveTarget, scrub } from './connection-errors.js';
-import {
-  countsQuery,
-  headsQuery,
-  listQuery,
-  openPostgresStore,
-  SQL,
-  telemetryQuery,
-} from './postgres-store.js';
+import { openPostgresStore, POSTGRES } from './postgres-store.js';
 import { createTestDatabase, findTestServer, skipNotice, type TestDatabase } from './test-database.js';
 
 // What only the PostgreSQL adapter has: connection errors in words, query plans, a dropped connection.
@@ -112,11 +106,11 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
       return JSON.stringify(rows[0]);
     };
     const hot: [string, string, unknown[], string][] = [
-      ['get execution', SQL.getExecution, ['e42'], 'workflow_executions_pkey'],
-      ['steps of an execution', SQL.getSteps, ['e42'], 'workflow_steps_pkey'],
-      ['a step', SQL.getStep, ['e42', 2], 'workflow_steps_pkey'],
-      ['a submission', SQL.getSubmission, ['n42'], 'token_submissions_pkey'],
-      ['artifacts', SQL.getArtifacts, ['e42'], 'workflow_artifacts_by_execution'],
+      ['get execution', POSTGRES.fixed.getExecution, ['e42'], 'workflow_executions_pkey'],
+      ['steps of an execution', POSTGRES.fixed.getSteps, ['e42'], 'workflow_steps_pkey'],
+      ['a step', POSTGRES.fixed.getStep, ['e42', 2], 'workflow_steps_pkey'],
+      ['a submission', POSTGRES.fixed.getSubmission, ['n42'], 'token_submissions_pkey'],
+      ['artifacts', POSTGRES.fixed.getArtifacts, ['e42'], 'workflow_artifacts_by_execution'],
       ...(
         [
           [{ principal: 'p7', limit: 20 }, 'workflow_executions_by_principal_page'],
@@ -131,14 +125,14 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
           ],
         ] as const
       ).map(([filter, index]): [string, string, unknown[], string] => {
-        const q = listQuery(filter);
+        const q = listQuery(POSTGRES, filter);
         return [`list ${JSON.stringify(filter)}`, q.text, q.values, index];
       }),
       ...[
         { execution_id: 'e42', limit: 100 },
         { execution_id: 'e42', event_type: 'step_started', limit: 100 },
       ].map((filter): [string, string, unknown[], string] => {
-        const q = telemetryQuery(filter);
+        const q = telemetryQuery(POSTGRES, filter);
         return [`telemetry ${JSON.stringify(filter)}`, q.text, q.values, 'telemetry_events_by_execution'];
       }),
     ];
@@ -152,7 +146,7 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
       { principal: 'p7', limit: 20 },
       { principal: 'p7', states: ['paused' as const], limit: 20 },
     ]) {
-      const q = listQuery(filter);
+      const q = listQuery(POSTGRES, filter);
       expect(await plan(q.text, q.values)).not.toContain('"Node Type":"Sort"');
     }
     // The dashboard's pages, deep or not, in either direction, and its counts: from the paging indexes,
@@ -168,7 +162,7 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
       ],
       [{ principal: 'p7', workflow_name: 'w7', limit: 50 }, 'workflow_executions_by_principal_workflow'],
     ] as const) {
-      const q = headsQuery(filter);
+      const q = headsQuery(POSTGRES, filter);
       const p = await plan(q.text, q.values);
       expect(p, JSON.stringify(filter)).toContain(`"Index Name":"${index}"`);
       expect(p, JSON.stringify(filter)).not.toContain('Seq Scan');
@@ -177,7 +171,7 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
         expect(p, JSON.stringify(filter)).not.toContain('"Node Type":"Sort"');
       }
     }
-    const counts = countsQuery({ principal: 'p7' });
+    const counts = countsQuery(POSTGRES, { principal: 'p7' });
     const countPlan = await plan(counts.text, counts.values);
     expect(countPlan).not.toContain('Seq Scan');
     expect(countPlan).toContain('"Index Name":"workflow_executions_by_principal');

@@ -1,0 +1,268 @@
+// Capacity benchmark (issue #27.6; the numbers of docs/capacity.md): what one workflow_next_step costs
+// with PostgreSQL — CPU ms in the server process and in PostgreSQL, statements and round trips (counted
+// by a proxy that reads the wire protocol), WAL bytes, stored bytes per execution — and how the step
+// rate scales from 1 to 3 `serve --http` replicas on one database with 50 clients, next to one SQLite
+// server under the same load. Scenario module of `npm run bench`; alone: `node
+// bench/scenarios/capacity.mjs [--cap-steps 500] [--cap-calls 1000] [--cap-clients 50]` after `npm run
+// build` (`--cli path/to/dist/cli.js` measures another build). PostgreSQL as in postgres.mjs.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { loopWorkflow, rpc, startHttpServer, tokenOf } from '../lib.mjs';
+import {
+  backendCpuMs,
+  countingProxy,
+  cpuMsOf,
+  createDatabase,
+  findServer,
+  round2,
+  stepLoad,
+  storedBytes,
+  transactionCounts,
+  walBytesSince,
+  walPosition,
+} from '../pg-lib.mjs';
+
+export const title =
+  'Capacity: one step on PostgreSQL (CPU, statements, round trips, WAL, stored bytes); 1 to 3 replicas, 50 clients';
+
+const SECRET = 'bench-secret-shared-by-every-replica-0123456789';
+const numberArg = (args, name, fallback) => {
+  const value = Number(args?.[name]);
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+};
+
+export async function skip() {
+  const found = await findServer();
+  return found.url === undefined ? found.why : undefined;
+}
+
+function environment(ctx) {
+  const home = join(ctx.tmp, 'home');
+  const runtime = join(ctx.tmp, 'workflows');
+  mkdirSync(home, { recursive: true });
+  loopWorkflow(runtime);
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    WORKFLOWLOOKUP_WORKFLOWS_PATH: runtime,
+    WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false',
+    WORKFLOWLOOKUP_TOKEN_SECRET: SECRET,
+    WORKFLOWLOOKUP_RATE_LIMIT: '0',
+  };
+}
+
+let dirs = 0;
+async function replicas(ctx, env, count) {
+  const started = [];
+  for (let i = 0; i < count; i++) {
+    const dataDir = join(ctx.tmp, `data-${dirs++}`);
+    mkdirSync(dataDir, { recursive: true });
+    started.push(await startHttpServer(ctx.cli, { ...env, WORKFLOWLOOKUP_DATA_DIR: dataDir }));
+  }
+  return {
+    urls: started.map((r) => r.url),
+    pids: started.map((r) => r.pid),
+    stop: () => Promise.all(started.map((r) => r.stop())),
+  };
+}
+
+/** One client advancing one execution `steps` times, one call after the other. */
+async function sequentialSteps(url, steps) {
+  const started = await rpc(url, 'workflow_start', { workflow_name: 'bench-loop', context: { more: true } });
+  let token = tokenOf(started);
+  for (let s = 0; s < steps; s++) {
+    token = tokenOf(await rpc(url, 'workflow_next_step', { token, output: { summary: `tick ${s}` } }));
+  }
+  return started.execution_id;
+}
+
+/**
+ * The cost of one step: one replica whose PostgreSQL connections go through the counting proxy, one
+ * client, `steps` steps after a warm-up; every count divided by the steps.
+ */
+async function perStep(ctx, env, serverUrl, steps) {
+  const database = await createDatabase(serverUrl);
+  const proxy = await countingProxy(database.url);
+  const cluster = await replicas(ctx, { ...env, WORKFLOWLOOKUP_DATABASE_URL: proxy.url }, 1);
+  try {
+    const url = cluster.urls[0];
+    await sequentialSteps(url, 20);
+    proxy.take();
+    const cpuBefore = cpuMsOf(cluster.pids[0]);
+    const pgBefore = await backendCpuMs(serverUrl, database.name);
+    const xactBefore = await transactionCounts(database.url);
+    const lsn = await walPosition(database.url);
+    const began = performance.now();
+    await sequentialSteps(url, steps);
+    const elapsed = performance.now() - began;
+    const counted = proxy.take();
+    const cpu = cpuMsOf(cluster.pids[0]) - cpuBefore;
+    const pgAfter = await backendCpuMs(serverUrl, database.name);
+    const xactAfter = await transactionCounts(database.url);
+    const wal = await walBytesSince(database.url, lsn);
+    // The start (one call) is in the counts too: the per-step numbers include 1/steps of it.
+    const per = (n) => round2(n / steps);
+    const byStatement = Object.fromEntries(
+      Object.entries(counted.byStatement)
+        .sort((a, b) => b[1] - a[1])
+        .map(([name, n]) => [name, per(n)]),
+    );
+    return {
+      steps,
+      msPerStep: per(elapsed),
+      serverCpuMs: per(cpu),
+      postgresCpuMs: per(pgAfter.ms - pgBefore.ms),
+      statements: per(counted.statements),
+      roundTrips: per(counted.roundTrips),
+      transactions: per(xactAfter.commit + xactAfter.rollback - xactBefore.commit - xactBefore.rollback),
+      walBytes: Math.round(wal.bytes / steps),
+      walFullPageImageBytes: Math.round(wal.fullPageImages / steps),
+      byStatement,
+    };
+  } finally {
+    await cluster.stop();
+    await proxy.close();
+    await database.drop().catch(() => undefined);
+  }
+}
+
+/** Stored bytes per execution and per step: `executions` executions of `steps` steps each. */
+async function stored(ctx, env, serverUrl, executions, steps) {
+  const database = await createDatabase(serverUrl);
+  const cluster = await replicas(ctx, { ...env, WORKFLOWLOOKUP_DATABASE_URL: database.url }, 1);
+  try {
+    const empty = await storedBytes(database.url);
+    for (let i = 0; i < executions; i += 10) {
+      await Promise.all(Array.from({ length: 10 }, () => sequentialSteps(cluster.urls[0], steps)));
+    }
+    const full = await storedBytes(database.url);
+    const byTable = Object.fromEntries(
+      Object.entries(full).map(([table, bytes]) => [
+        table,
+        Math.round((bytes - (empty[table] ?? 0)) / executions),
+      ]),
+    );
+    const total = Object.values(byTable).reduce((a, b) => a + b, 0);
+    return {
+      executions,
+      stepsEach: steps,
+      bytesPerExecution: total,
+      bytesPerStep: Math.round(total / steps),
+      byTable,
+    };
+  } finally {
+    await cluster.stop();
+    await database.drop().catch(() => undefined);
+  }
+}
+
+/** Step rate, latency and rollbacks with `clients` clients on `count` replicas (or one SQLite server). */
+async function load(ctx, env, serverUrl, setup, clients, calls) {
+  const database = setup.store === 'postgres' ? await createDatabase(serverUrl) : undefined;
+  const cluster = await replicas(
+    ctx,
+    database ? { ...env, WORKFLOWLOOKUP_DATABASE_URL: database.url } : env,
+    setup.replicas,
+  );
+  try {
+    await stepLoad(cluster.urls, 5, 10);
+    const before = database ? await transactionCounts(database.url) : undefined;
+    const cpuBefore = cluster.pids.map(cpuMsOf);
+    const result = await stepLoad(cluster.urls, clients, Math.ceil(calls / clients));
+    const cpu = cluster.pids.reduce((sum, pid, i) => sum + cpuMsOf(pid) - (cpuBefore[i] ?? 0), 0);
+    const after = database ? await transactionCounts(database.url) : undefined;
+    return {
+      ...result,
+      serverCpuMsPerStep: round2(cpu / result.n),
+      ...(before && after ? { rolledBack: after.rollback - before.rollback } : {}),
+    };
+  } finally {
+    await cluster.stop();
+    await database?.drop().catch(() => undefined);
+  }
+}
+
+export const SETUPS = [
+  { label: 'SQLite, 1 process', store: 'sqlite', replicas: 1 },
+  { label: 'PostgreSQL, 1 replica', store: 'postgres', replicas: 1 },
+  { label: 'PostgreSQL, 2 replicas', store: 'postgres', replicas: 2 },
+  { label: 'PostgreSQL, 3 replicas', store: 'postgres', replicas: 3 },
+];
+
+export async function run(ctx) {
+  const found = await findServer();
+  if (found.url === undefined) throw new Error(found.why);
+  const steps = numberArg(ctx.args, 'cap-steps', 500);
+  const calls = numberArg(ctx.args, 'cap-calls', 1000);
+  const clients = numberArg(ctx.args, 'cap-clients', 50);
+  const env = environment(ctx);
+  ctx.progress(`per step: ${steps} steps through the counting proxy`);
+  const step = await perStep(ctx, env, found.url, steps);
+  ctx.progress('stored bytes: 100 executions of 20 steps');
+  const storage = await stored(ctx, env, found.url, 100, 20);
+  const scaling = {};
+  for (const setup of SETUPS) {
+    ctx.progress(`${setup.label}: ${clients} clients`);
+    scaling[setup.label] = await load(ctx, env, found.url, setup, clients, calls);
+  }
+  const sqlite = scaling[SETUPS[0].label].perSecond;
+  for (const s of Object.values(scaling)) s.rateVsSqlite = round2(s.perSecond / sqlite);
+  return { step, storage, clients, scaling };
+}
+
+export function report(result) {
+  const s = result.step;
+  const lines = [
+    `  one workflow_next_step on PostgreSQL (1 replica, 1 client, ${s.steps} steps, loopback):`,
+    `    ${s.msPerStep} ms a step; CPU ${s.serverCpuMs} ms in the server, ${s.postgresCpuMs} ms in PostgreSQL`,
+    `    ${s.statements} statements, ${s.roundTrips} round trips, ${s.transactions} transactions; WAL ${s.walBytes} bytes (${s.walFullPageImageBytes} of them full-page images)`,
+    `    statements a step: ${Object.entries(s.byStatement)
+      .map(([name, n]) => `${name} ${n}`)
+      .join('; ')}`,
+    `  stored: ${result.storage.bytesPerExecution} bytes an execution of ${result.storage.stepsEach} steps (${result.storage.bytesPerStep} a step): ${Object.entries(
+      result.storage.byTable,
+    )
+      .map(([t, b]) => `${t} ${b}`)
+      .join(', ')}`,
+    `  ${result.clients} clients, each advancing its own execution (client i on replica i mod n):`,
+  ];
+  for (const [label, r] of Object.entries(result.scaling)) {
+    lines.push(
+      `    ${label.padEnd(24)} ${String(r.perSecond).padStart(5)}/s (${r.rateVsSqlite}x SQLite)  p50 ${String(r.p50Ms).padStart(6)} ms  p99 ${String(r.p99Ms).padStart(7)} ms  CPU ${r.serverCpuMsPerStep} ms/step in the servers${r.rolledBack !== undefined ? `  ${r.rolledBack} rolled back` : ''}${r.failures ? `  FAILED: ${JSON.stringify(r.failures)}` : ''}`,
+    );
+  }
+  return lines;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+  const args = {};
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i]?.startsWith('--')) args[argv[i].slice(2)] = argv[i + 1];
+  }
+  const tmp = mkdtempSync(join(tmpdir(), 'wl-bench-capacity-'));
+  const ctx = {
+    cli: args.cli ?? join(root, 'dist', 'cli.js'),
+    root,
+    tmp,
+    floor: null,
+    args,
+    progress: (message) => process.stderr.write(`[capacity] ${message}\n`),
+  };
+  try {
+    const why = await skip(ctx);
+    if (why) {
+      process.stdout.write(`${title}\n  skipped: ${why}\n`);
+    } else {
+      const result = await run(ctx);
+      if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+      process.stdout.write(`${title}\n${report(result).join('\n')}\n`);
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
