@@ -253,7 +253,7 @@ export async function countingProxy(target) {
           const end = body.indexOf(0);
           const name = body.toString('utf8', 0, end);
           const text = body.toString('utf8', end + 1, body.indexOf(0, end + 1));
-          names.set(name, name || label(text));
+          names.set(name, label(text));
         } else if (type === 'B') {
           const portalEnd = body.indexOf(0);
           const name = body.toString('utf8', portalEnd + 1, body.indexOf(0, portalEnd + 1));

@@ -6,7 +6,8 @@ import type { RuntimeDocumentStore } from './runtime-documents.js';
  * the PostgreSQL adapter (src/store/postgres) with the same behaviour, which one contract suite
  * (src/store/store-contract.test.ts) checks on both. What a `transaction` guarantees, for any number
  * of processes sharing the store:
- * - it is all-or-nothing;
+ * - it is all-or-nothing, and a statement the database refuses fails it, even if `fn` caught the error
+ *   (PostgreSQL may send writes later in the transaction than `fn` made them: reads still see them);
  * - an execution, a step or a task it reads by key (`getExecution`, `getStep`, `getTask`) is its own
  *   until it ends: another transaction reading the same row waits, then reads what this one committed.
  *   So transactions that start from the same execution run one after the other, and a read-then-write

@@ -643,6 +643,68 @@ for (const { adapter, skip } of ADAPTERS)
         expect(await store.getTelemetry({ limit: 10 })).toHaveLength(1);
       });
 
+      it('writes of one transaction land in call order, a row written twice keeps the last, and reads see them', async () => {
+        const store = await fresh();
+        await store.transaction(async (tx) => {
+          await tx.pinDefinition(HASH, 'demo', '{}');
+          await tx.insertExecution(execution());
+          for (const type of ['first', 'second', 'third'])
+            await tx.insertTelemetry({
+              event_type: type,
+              execution_id: 'exec-1',
+              step_name: null,
+              agent_name: null,
+              metadata: { type },
+            });
+          await tx.insertStep(step());
+          await tx.updateStep({ ...step(), status: 'completed', attempts: 1 });
+          await tx.updateExecution(execution({ state: 'running', current_seq: 1 }));
+          await tx.updateExecution(execution({ state: 'running', current_seq: 2 }));
+          expect((await tx.getStep('exec-1', 1))?.status).toBe('completed');
+          await tx.insertTelemetry({
+            event_type: 'fourth',
+            execution_id: 'exec-1',
+            step_name: null,
+            agent_name: null,
+            metadata: null,
+          });
+          await tx.recordSubmission({
+            nonce: 'n-1',
+            execution_id: 'exec-1',
+            output_hash: 'h',
+            response: 1,
+            created_at: T0,
+          });
+          await tx.updateSubmission('n-1', 2);
+        });
+        const events = await store.getTelemetry({ execution_id: 'exec-1', limit: 10 });
+        expect(events.map((e) => e.event_type)).toEqual(['first', 'second', 'third', 'fourth']);
+        expect(events.map((e) => e.id)).toEqual([...events.map((e) => e.id)].sort((a, b) => a - b));
+        expect(await store.getExecution('exec-1')).toMatchObject({ state: 'running', current_seq: 2 });
+        expect(await store.getStep('exec-1', 1)).toMatchObject({ status: 'completed', attempts: 1 });
+        expect((await store.getSubmission('n-1'))?.response).toBe(2);
+      });
+
+      it('a write the database refuses fails the transaction, even when fn returns, and keeps nothing', async () => {
+        const store = await fresh();
+        await seed(store);
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.insertTelemetry({
+              event_type: 'kept?',
+              execution_id: 'exec-1',
+              step_name: null,
+              agent_name: null,
+              metadata: null,
+            });
+            // No such execution: the foreign key refuses the step (now, or when the writes are sent).
+            await tx.insertStep(step({ execution_id: 'missing' })).catch(() => undefined);
+            return 'returned';
+          }),
+        ).rejects.toThrow();
+        expect(await store.getTelemetry({ limit: 10 })).toEqual([]);
+      });
+
       it('two store instances racing a read-then-write (a lease claim): exactly one wins each round', async () => {
         const store = await fresh();
         const other = await ns.open();

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DomainFailure } from '../../engine/errors.js';
+import type { ExecutionRecord, StepRecord } from '../execution-store.js';
 import { countsQuery, headsQuery, listQuery, telemetryQuery } from '../sql/queries.js';
-import { execution, seed, step } from '../store-test-kit.js';
+import { execution, seed, step, T0 } from '../store-test-kit.js';
 import { describeConnectionError, resolveTarget, scrub } from './connection-errors.js';
 import { openPostgresStore, POSTGRES } from './postgres-store.js';
 import { createTestDatabase, findTestServer, skipNotice, type TestDatabase } from './test-database.js';
@@ -307,6 +308,111 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
       Array.from({ length: 16 }, async (_, i) => (await store.getExecution(`x${i}`))?.token_attempt),
     );
     expect(attempts).toEqual(Array(16).fill(1));
+    await store.close();
+  });
+
+  it('a transaction holding one execution keeps another waiting on it, and never one on another execution', async () => {
+    const { url, name } = await db.schema();
+    const store = await openPostgresStore(url, { poolSize: 4 });
+    const other = await openPostgresStore(url, { poolSize: 4 });
+    await seed(store, execution({ execution_id: 'x1' }), execution({ execution_id: 'x2' }));
+    let release = () => undefined as void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let holding = () => undefined as void;
+    const held = new Promise<void>((resolve) => {
+      holding = resolve;
+    });
+    const first = store.transaction(async (tx) => {
+      const exec = await tx.getExecution('x1');
+      holding();
+      await gate;
+      await tx.updateExecution({ ...(exec as ExecutionRecord), token_attempt: 1 });
+    });
+    await held;
+    // Another execution, from another pool (another replica): it does not wait for the first.
+    await other.transaction(async (tx) => {
+      const exec = await tx.getExecution('x2');
+      await tx.updateExecution({ ...(exec as ExecutionRecord), token_attempt: 5 });
+    });
+    expect((await other.getExecution('x2'))?.token_attempt).toBe(5);
+    // The same execution waits for the first transaction, then reads what it wrote.
+    const second = other.transaction(async (tx) => (await tx.getExecution('x1'))?.token_attempt);
+    for (let i = 0; ; i++) {
+      const waiting = await db.admin(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR NO KEY UPDATE%'`,
+      );
+      if ((waiting[0] as { n: number }).n > 0) break;
+      if (i > 500) throw new Error('the second transaction never waited on the lock');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    release();
+    await first;
+    expect(await second).toBe(1);
+    await store.close();
+    await other.close();
+  });
+
+  it('a step is five round trips: begin, the execution, its step and used token, the writes, commit', async () => {
+    const { url } = await db.schema();
+    const store = await openPostgresStore(url, { poolSize: 2 });
+    await seed(store);
+    await store.transaction((tx) => tx.insertStep(step()));
+    const calls: string[] = [];
+    const spy = vi.spyOn(pg.Client.prototype, 'query');
+    try {
+      await store.transaction(async (tx) => {
+        // As workflow_next_step does: the execution, the used token, the step; then nine writes.
+        const exec = (await tx.getExecution('exec-1')) as ExecutionRecord;
+        await tx.getSubmission('n-1');
+        const row = (await tx.getStep('exec-1', 1)) as StepRecord;
+        const event = (type: string) =>
+          tx.insertTelemetry({
+            event_type: type,
+            execution_id: 'exec-1',
+            step_name: 'design',
+            agent_name: null,
+            metadata: {},
+          });
+        await event('token_validated');
+        await tx.updateStep({ ...row, status: 'completed', attempts: 1 });
+        await event('step_completed');
+        await tx.insertStep(step({ seq: 2 }));
+        await event('step_started');
+        await event('token_generated');
+        await tx.updateExecution({ ...exec, current_seq: 2, token_nonce: 'n-2' });
+        await tx.recordSubmission({
+          nonce: 'n-1',
+          execution_id: 'exec-1',
+          output_hash: 'h',
+          response: {},
+          created_at: T0,
+        });
+      });
+      for (const [first] of spy.mock.calls) {
+        const text = typeof first === 'string' ? first : (first as { text: string }).text;
+        calls.push(text.trim().split(/\s+/).slice(0, 2).join(' '));
+      }
+    } finally {
+      spy.mockRestore();
+    }
+    // The execution (locked); its current step (locked) and live token's record together; the writes.
+    expect(calls).toEqual(['BEGIN ISOLATION', 'SELECT *', 'SELECT s.*,', 'WITH w0', 'COMMIT']);
+    expect(await store.getStep('exec-1', 2)).toMatchObject({ seq: 2 });
+    expect(
+      (await store.getTelemetry({ execution_id: 'exec-1', limit: 10 })).map((e) => e.event_type),
+    ).toEqual(['token_validated', 'step_completed', 'step_started', 'token_generated']);
+    // A transaction of one write is that one statement; one that reads nothing and writes nothing sends nothing.
+    const lone = vi.spyOn(pg.Client.prototype, 'query');
+    try {
+      await store.transaction((tx) => tx.updateSubmission('n-1', { final: true }));
+      await store.transaction(async () => 'nothing');
+      expect(lone.mock.calls).toHaveLength(1);
+    } finally {
+      lone.mockRestore();
+    }
+    expect((await store.getSubmission('n-1'))?.response).toEqual({ final: true });
     await store.close();
   });
 });

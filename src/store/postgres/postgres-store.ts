@@ -19,9 +19,11 @@ import {
   scrub,
   type Target,
 } from './connection-errors.js';
+import { withCurrentStep } from './current-step.js';
 import { NotificationListener } from './listener.js';
 import { PG_MIGRATIONS } from './migrations.js';
 import { PostgresDocuments, RUNTIME_CHANNEL } from './runtime-documents.js';
+import { WriteBatch } from './write-batch.js';
 
 export interface PostgresStoreOptions {
   /** Most connections the pool opens (default 10). */
@@ -96,10 +98,10 @@ function nameOf(text: string): string {
   return name;
 }
 
-/** The port's operations over `run` (the pool's, or a transaction's client, which locks what it reads by key). */
-function operations(run: Run, locking = false): StoreWriter {
+/** The port's operations on the pool (reads; each statement on its own). */
+function poolOperations(run: Run): StoreWriter {
   const query: SqlSession['query'] = ({ text, values }) => run(nameOf(text), text, values);
-  return sqlOperations({ query, write: writeNow(POSTGRES, query), locking }, POSTGRES);
+  return sqlOperations({ query, write: writeNow(POSTGRES, query), locking: false }, POSTGRES);
 }
 
 const isSerializationFailure = (error: unknown) => {
@@ -172,7 +174,7 @@ export class PostgresExecutionStore implements ExecutionStore {
         throw this.storageError(error);
       }
     };
-    this.reads = operations(read);
+    this.reads = poolOperations(read);
     this.listener = new NotificationListener({
       url,
       channels: [EXECUTIONS_CHANNEL, RUNTIME_CHANNEL],
@@ -302,19 +304,38 @@ export class PostgresExecutionStore implements ExecutionStore {
   }
 
   transaction<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
-    return this.inTransaction('READ COMMITTED', (run) => fn(operations(run, true)), {
-      retryDuplicates: true,
-    });
+    return this.inTransaction(
+      'READ COMMITTED',
+      async (run, last) => {
+        const batch = new WriteBatch((statement) =>
+          run(nameOf(statement.text), statement.text, statement.values),
+        );
+        const query: SqlSession['query'] = async (statement, reads) => {
+          await batch.before(reads);
+          return run(nameOf(statement.text), statement.text, statement.values);
+        };
+        const write: SqlSession['write'] = (spec, op, values) => batch.add(spec, op, values);
+        const result = await fn(
+          withCurrentStep(sqlOperations({ query, write, locking: true }, POSTGRES), query),
+        );
+        const pending = batch.take();
+        if (pending) await last(nameOf(pending.text), pending.text, pending.values);
+        return result;
+      },
+      { retryDuplicates: true },
+    );
   }
 
   /**
    * Runs `body` in a transaction, from the start again after a serialization failure or a deadlock
    * (and, with `retryDuplicates`, after a unique violation: a competitor inserted the same key first,
-   * and the next run sees it).
+   * and the next run sees it). BEGIN goes with the first statement `body` runs, and `last` runs its
+   * final one: a transaction of one statement (a lone write) is sent as that statement alone, which
+   * PostgreSQL runs atomically, and one that runs nothing sends nothing.
    */
   private async inTransaction<T>(
     isolation: 'READ COMMITTED' | 'SERIALIZABLE',
-    body: (run: Run) => Promise<T>,
+    body: (run: Run, last: Run) => Promise<T>,
     options: { retryDuplicates?: boolean } = {},
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
@@ -323,26 +344,36 @@ export class PostgresExecutionStore implements ExecutionStore {
       // The first statement that failed: a transaction that failed once is over, even if `fn` caught it.
       let failure: unknown;
       let open = true;
-      const run: Run = async (name, text, values) => {
-        if (!open) throw new Error('the transaction has ended; use the store outside it');
+      let begun = false;
+      let done = false;
+      const statement = async (name: string, text: string, values: unknown[], alone: boolean) => {
+        if (!open || done) throw new Error('the transaction has ended; use the store outside it');
         try {
+          if (!begun && !alone) {
+            await client.query(BEGIN[isolation]);
+            begun = true;
+          }
+          if (alone && !begun) done = true;
           return (await client.query({ name, text, values })).rows;
         } catch (error) {
           failure ??= session.lost() ?? error;
           throw this.storageError(failure);
         }
       };
+      const run: Run = (name, text, values) => statement(name, text, values, false);
+      const last: Run = (name, text, values) => statement(name, text, values, true);
       let broken: Error | undefined;
       try {
-        await client.query(BEGIN[isolation]);
-        const result = await body(run);
+        const result = await body(run, last);
         if (failure !== undefined) throw failure;
-        await client.query('COMMIT');
+        if (begun) await client.query('COMMIT');
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch((e: Error) => {
-          broken = e;
-        });
+        if (begun) {
+          await client.query('ROLLBACK').catch((e: Error) => {
+            broken = e;
+          });
+        }
         const cause = failure ?? session.lost() ?? error;
         // A duplicate key is retried a few times only: one more run sees the competitor's row.
         const duplicate = options.retryDuplicates === true && isDuplicate(cause) && attempt <= 3;

@@ -3,6 +3,7 @@ import {
   type ArtifactRecord,
   type PurgeCounts,
   type StoreWriter,
+  type SubmissionRecord,
   TERMINAL_TASK_STATUSES,
 } from '../execution-store.js';
 import {
@@ -156,8 +157,8 @@ export function sqlOperations(session: SqlSession, d: SqlDialect): StoreWriter {
     importTelemetry: (record) => write(TELEMETRY, 'insert', record),
     recordSubmission: (record) => write(SUBMISSIONS, 'insert', record),
     updateSubmission: (nonce, response) =>
-      // Only the response is written: the other fields are placeholders the update leaves alone.
-      write(SUBMISSIONS, 'update', { nonce, response, execution_id: '', output_hash: '', created_at: '' }),
+      // An update writes only the response (SUBMISSIONS.updates); the fields it leaves alone are null.
+      write(SUBMISSIONS, 'update', { nonce, response } as SubmissionRecord),
     insertTask: (record) => write(TASKS, 'insert', record),
     updateTask: (record) => write(TASKS, 'update', record),
     deleteExpiredTasks: async (at) =>

@@ -72,6 +72,8 @@ export class SqliteExecutionStore implements ExecutionStore {
   private queue: Promise<unknown> = Promise.resolve();
   private readonly schemaStatement: Database.Statement;
   private readonly writer: StoreWriter;
+  /** The first statement that failed in the open transaction. */
+  private failure: unknown;
   private readonly readOnly: boolean;
   private readonly listeners = new Set<() => void>();
   private readonly checkpointer: Checkpointer | undefined;
@@ -119,9 +121,15 @@ export class SqliteExecutionStore implements ExecutionStore {
         statement = this.db.prepare(text);
         statements.set(text, statement);
       }
-      if (statement.reader) return statement.all(...values) as Row[];
-      statement.run(...values);
-      return [];
+      try {
+        if (statement.reader) return statement.all(...values) as Row[];
+        statement.run(...values);
+        return [];
+      } catch (error) {
+        // As in PostgreSQL, a transaction in which a statement failed is over, even if `fn` caught it.
+        if (this.db.inTransaction) this.failure ??= error;
+        throw error;
+      }
     };
     // One connection, and a transaction holds the whole file: reads need no row locks.
     this.writer = sqlOperations({ query, write: writeNow(SQLITE, query), locking: false }, SQLITE);
@@ -138,9 +146,11 @@ export class SqliteExecutionStore implements ExecutionStore {
     if (this.readOnly) return Promise.reject(new Error(`${this.location} is open read-only`));
     return this.exclusive(async () => {
       await this.begin();
+      this.failure = undefined;
       let result: T;
       try {
         result = await fn(this.writer);
+        if (this.failure !== undefined) throw this.failure;
         this.db.exec('COMMIT');
       } catch (error) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
