@@ -312,25 +312,19 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
   });
 
   it('a transaction holding one execution keeps another waiting on it, and never one on another execution', async () => {
-    const { url, name } = await db.schema();
+    const { url } = await db.schema();
     const store = await openPostgresStore(url, { poolSize: 4 });
     const other = await openPostgresStore(url, { poolSize: 4 });
     await seed(store, execution({ execution_id: 'x1' }), execution({ execution_id: 'x2' }));
-    let release = () => undefined as void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let holding = () => undefined as void;
-    const held = new Promise<void>((resolve) => {
-      holding = resolve;
-    });
+    const gate = latch();
+    const held = latch();
     const first = store.transaction(async (tx) => {
       const exec = await tx.getExecution('x1');
-      holding();
-      await gate;
+      held.resolve();
+      await gate.promise;
       await tx.updateExecution({ ...(exec as ExecutionRecord), token_attempt: 1 });
     });
-    await held;
+    await held.promise;
     // Another execution, from another pool (another replica): it does not wait for the first.
     await other.transaction(async (tx) => {
       const exec = await tx.getExecution('x2');
@@ -347,7 +341,7 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
       if (i > 500) throw new Error('the second transaction never waited on the lock');
       await new Promise((r) => setTimeout(r, 10));
     }
-    release();
+    gate.resolve();
     await first;
     expect(await second).toBe(1);
     await store.close();
@@ -416,6 +410,15 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
     await store.close();
   });
 });
+
+/** A promise and the function that resolves it. */
+function latch(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = (): void => undefined;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
 
 /** A TCP proxy to the local server whose connections a test can cut. */
 async function tcpProxy(to: number): Promise<{ port: number; cut(): void; close(): Promise<void> }> {
