@@ -243,6 +243,27 @@ export interface PurgeCounts {
   tasks: number;
 }
 
+/** What the one-execution page shows, read at one point in time (see `StoreReader.executionPage`). */
+export interface ExecutionPageRecord {
+  execution: ExecutionRecord;
+  /** The pinned definition's text, unless the caller said it has it already. */
+  definition: string | undefined;
+  steps: StepRecord[];
+  artifacts: ArtifactRecord[];
+  /** The most recent events of the execution, oldest first. */
+  telemetry: TelemetryRecord[];
+  /** The most recent `step_failed` events, oldest first. */
+  failures: TelemetryRecord[];
+}
+
+export interface ExecutionPageOptions {
+  /** How many recent events, and how many recent failures, to read. */
+  telemetry: number;
+  failures: number;
+  /** Definitions the caller holds already (by hash): their text is not read again. */
+  known?: (hash: string) => boolean;
+}
+
 export interface StoreReader {
   getExecution(id: string): Promise<ExecutionRecord | undefined>;
   listExecutions(filter: ExecutionFilter): Promise<ExecutionRecord[]>;
@@ -272,6 +293,16 @@ export interface StoreReader {
    * a watcher polls. Changes within one millisecond share `updated_at`; callers dedupe on the boundary.
    */
   changedExecutions(filter: { principal: string; since: string; limit: number }): Promise<ExecutionHead[]>;
+  /**
+   * Everything the one-execution page shows, in one snapshot (a read transaction): the execution, its
+   * definition, steps, artifacts, recent events and failures, one statement each. Undefined unless
+   * `principal` owns the execution: the ownership is checked once, for all of it.
+   */
+  executionPage(
+    id: string,
+    principal: string,
+    options: ExecutionPageOptions,
+  ): Promise<ExecutionPageRecord | undefined>;
 }
 
 export interface StoreWriter extends StoreReader {

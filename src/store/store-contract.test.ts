@@ -365,6 +365,59 @@ for (const { adapter, skip } of ADAPTERS)
         expect(await store.listPrincipals()).toEqual(['alice', 'local']);
       });
 
+      it('reads the one-execution page for its owner only: steps, artifacts, recent events and failures', async () => {
+        const store = await fresh();
+        await seed(store, execution(), execution({ execution_id: 'exec-2', principal: 'bob' }));
+        await store.transaction(async (tx) => {
+          await tx.insertStep(step());
+          await tx.insertStep(step({ seq: 2, step_name: 'build' }));
+          await tx.insertArtifact({
+            execution_id: 'exec-1',
+            step_name: 'design',
+            artifact_type: 'report',
+            name: 'r',
+            content: 'c',
+            content_type: 'text/plain',
+            size_bytes: 1,
+            metadata: null,
+          });
+          for (let i = 0; i < 6; i++) {
+            const type = i % 2 === 0 ? 'step_failed' : 'step_started';
+            for (const id of ['exec-1', 'exec-2'])
+              await tx.insertTelemetry({
+                event_type: type,
+                execution_id: id,
+                step_name: null,
+                agent_name: null,
+                metadata: { i },
+              });
+          }
+        });
+        const page = await store.executionPage('exec-1', 'local', { telemetry: 4, failures: 2 });
+        expect(page?.execution).toEqual(await store.getExecution('exec-1'));
+        expect(page?.definition).toBe('{"id":"demo"}');
+        expect(page?.steps.map((s) => s.seq)).toEqual([1, 2]);
+        expect(page?.artifacts.map((a) => a.name)).toEqual(['r']);
+        expect(page?.telemetry.map((e) => e.metadata?.i)).toEqual([2, 3, 4, 5]);
+        expect(page?.failures.map((e) => [e.event_type, e.metadata?.i])).toEqual([
+          ['step_failed', 2],
+          ['step_failed', 4],
+        ]);
+        // A definition the caller holds is not read again.
+        expect(
+          (
+            await store.executionPage('exec-1', 'local', {
+              telemetry: 1,
+              failures: 1,
+              known: (h) => h === HASH,
+            })
+          )?.definition,
+        ).toBeUndefined();
+        // Another principal's execution, or none: nothing.
+        expect(await store.executionPage('exec-2', 'local', { telemetry: 4, failures: 2 })).toBeUndefined();
+        expect(await store.executionPage('missing', 'local', { telemetry: 4, failures: 2 })).toBeUndefined();
+      });
+
       it("scopes telemetry to a principal's executions", async () => {
         const store = await fresh();
         await seed(store, head('t1'), head('t2', { principal: 'alice' }));

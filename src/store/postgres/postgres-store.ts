@@ -4,12 +4,13 @@ import type {
   ExecutionCountFilter,
   ExecutionFilter,
   ExecutionPageFilter,
+  ExecutionPageOptions,
   ExecutionStore,
   StoreWriter,
   TaskFilter,
   TelemetryFilter,
 } from '../execution-store.js';
-import { type SqlSession, sqlOperations, writeNow } from '../sql/operations.js';
+import { readExecutionPage, type SqlSession, sqlOperations, writeNow } from '../sql/operations.js';
 import { sqlDialect } from '../sql/queries.js';
 import type { Row } from '../sql/tables.js';
 import {
@@ -46,6 +47,8 @@ const MAX_ATTEMPTS = 60;
 const BEGIN = {
   'READ COMMITTED': 'BEGIN ISOLATION LEVEL READ COMMITTED',
   SERIALIZABLE: 'BEGIN ISOLATION LEVEL SERIALIZABLE',
+  /** A snapshot to read several statements from (never waits, never conflicts). */
+  SNAPSHOT: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
 } as const;
 /** Advisory lock (two int4 keys: "WL", 1) held while migrating, so one process migrates at a time. */
 const MIGRATION_LOCK = [0x574c, 1] as const;
@@ -98,7 +101,7 @@ function nameOf(text: string): string {
   return name;
 }
 
-/** The port's operations on the pool (reads; each statement on its own). */
+/** The port's operations without row locks or held-back writes: on the pool, or in a read snapshot. */
 function poolOperations(run: Run): StoreWriter {
   const query: SqlSession['query'] = ({ text, values }) => run(nameOf(text), text, values);
   return sqlOperations({ query, write: writeNow(POSTGRES, query), locking: false }, POSTGRES);
@@ -334,7 +337,7 @@ export class PostgresExecutionStore implements ExecutionStore {
    * PostgreSQL runs atomically, and one that runs nothing sends nothing.
    */
   private async inTransaction<T>(
-    isolation: 'READ COMMITTED' | 'SERIALIZABLE',
+    isolation: keyof typeof BEGIN,
     body: (run: Run, last: Run) => Promise<T>,
     options: { retryDuplicates?: boolean } = {},
   ): Promise<T> {
@@ -400,6 +403,8 @@ export class PostgresExecutionStore implements ExecutionStore {
     }
   }
 
+  executionPage = (id: string, principal: string, options: ExecutionPageOptions) =>
+    this.inTransaction('SNAPSHOT', (run) => readExecutionPage(poolOperations(run), id, principal, options));
   getExecution = (id: string) => this.reads.getExecution(id);
   listExecutions = (filter: ExecutionFilter) => this.reads.listExecutions(filter);
   pageExecutions = (after: string | null, limit: number) => this.reads.pageExecutions(after, limit);

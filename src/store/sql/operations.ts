@@ -1,7 +1,10 @@
 import type { ExecutionState } from '../../engine/state-machine.js';
 import {
   type ArtifactRecord,
+  type ExecutionPageOptions,
+  type ExecutionPageRecord,
   type PurgeCounts,
+  type StoreReader,
   type StoreWriter,
   type SubmissionRecord,
   TERMINAL_TASK_STATUSES,
@@ -72,6 +75,36 @@ const now = () => new Date().toISOString();
 const EXEC: readonly TableName[] = ['workflow_executions'];
 const STEP: readonly TableName[] = ['workflow_steps'];
 
+/**
+ * The one-execution page through `reader`, which the adapter runs in one snapshot: a statement per
+ * section, the ownership checked once on the execution itself.
+ */
+export async function readExecutionPage(
+  reader: StoreReader,
+  id: string,
+  principal: string,
+  options: ExecutionPageOptions,
+): Promise<ExecutionPageRecord | undefined> {
+  const execution = await reader.getExecution(id);
+  if (execution === undefined || execution.principal !== principal) return undefined;
+  const definition =
+    options.known?.(execution.definition_hash) === true
+      ? undefined
+      : await reader.getDefinition(execution.definition_hash);
+  return {
+    execution,
+    definition,
+    steps: await reader.getSteps(id),
+    artifacts: await reader.getArtifacts(id),
+    telemetry: await reader.getTelemetry({ execution_id: id, limit: options.telemetry }),
+    failures: await reader.getTelemetry({
+      execution_id: id,
+      event_type: 'step_failed',
+      limit: options.failures,
+    }),
+  };
+}
+
 /** Every operation of the port, in SQL both adapters speak (the dialect says where they differ). */
 export function sqlOperations(session: SqlSession, d: SqlDialect): StoreWriter {
   const sql = d.fixed;
@@ -86,7 +119,8 @@ export function sqlOperations(session: SqlSession, d: SqlDialect): StoreWriter {
     const values = writeValues(d, ARTIFACTS as TableSpec<never>, 'insert', ARTIFACTS.values(record));
     return (await rows(statement, values, '*'))[0]?.id as number;
   };
-  return {
+  const operations: StoreWriter = {
+    executionPage: (id, principal, options) => readExecutionPage(operations, id, principal, options),
     getExecution: async (id) => {
       const row = await first(session.locking ? sql.lockExecution : sql.getExecution, [id], EXEC);
       return row ? toExecution(row) : undefined;
@@ -182,4 +216,5 @@ export function sqlOperations(session: SqlSession, d: SqlDialect): StoreWriter {
       return result;
     },
   };
+  return operations;
 }

@@ -5,12 +5,13 @@ import type {
   ExecutionCountFilter,
   ExecutionFilter,
   ExecutionPageFilter,
+  ExecutionPageOptions,
   ExecutionStore,
   StoreWriter,
   TaskFilter,
   TelemetryFilter,
 } from '../execution-store.js';
-import { type SqlSession, sqlOperations, writeNow } from '../sql/operations.js';
+import { readExecutionPage, type SqlSession, sqlOperations, writeNow } from '../sql/operations.js';
 import { sqlDialect } from '../sql/queries.js';
 import type { Row } from '../sql/tables.js';
 import { Checkpointer } from './checkpointer.js';
@@ -192,6 +193,16 @@ export class SqliteExecutionStore implements ExecutionStore {
     return () => this.listeners.delete(listener);
   }
 
+  /** In one read transaction: commits of other processes in between are not seen halfway. */
+  executionPage = (id: string, principal: string, options: ExecutionPageOptions) =>
+    this.exclusive(async () => {
+      this.db.exec('BEGIN');
+      try {
+        return await readExecutionPage(this.writer, id, principal, options);
+      } finally {
+        if (this.db.inTransaction) this.db.exec('COMMIT');
+      }
+    });
   getExecution = (id: string) => this.exclusive(() => this.writer.getExecution(id));
   listExecutions = (filter: ExecutionFilter) => this.exclusive(() => this.writer.listExecutions(filter));
   getSteps = (id: string) => this.exclusive(() => this.writer.getSteps(id));
