@@ -365,6 +365,63 @@ for (const { adapter, skip } of ADAPTERS)
         expect(await store.listPrincipals()).toEqual(['alice', 'local']);
       });
 
+      it('counts per state stay exact over days, state changes and deletes, for any time window', async () => {
+        const store = await fresh();
+        const on = (day: number, hour: number) => new Date(Date.UTC(2030, 0, day, hour)).toISOString();
+        await seed(
+          store,
+          head('e1', { state: 'running', updated_at: on(7, 10) }),
+          head('e2', { state: 'completed', updated_at: on(9, 12) }),
+          head('e3', { state: 'paused', updated_at: on(10, 8) }),
+          head('e4', { state: 'completed', updated_at: on(10, 9), workflow_name: 'wf-b' }),
+          head('e5', { state: 'running', updated_at: on(8, 1), principal: 'alice' }),
+          head('e6', { state: 'running', updated_at: on(8, 23) }),
+        );
+        await store.transaction(async (tx) => {
+          const e1 = (await tx.getExecution('e1')) as ExecutionRecord;
+          // A new state and a new day; then a new day only; then neither.
+          await tx.updateExecution({
+            ...e1,
+            state: 'completed',
+            updated_at: on(10, 10),
+            completed_at: on(10, 10),
+          });
+          const e6 = (await tx.getExecution('e6')) as ExecutionRecord;
+          await tx.updateExecution({ ...e6, updated_at: on(9, 2) });
+          await tx.updateExecution({ ...e6, updated_at: on(9, 3), current_seq: 4 });
+        });
+        await store.transaction((tx) =>
+          tx.purgeHistory({ principal: 'local', states: ['completed'], finished_before: on(9, 23) }),
+        );
+        const all = await store.pageExecutions(null, 100);
+        expect(all.map((e) => e.execution_id).sort()).toEqual(['e1', 'e3', 'e4', 'e5', 'e6']);
+        const expected = (filter: Parameters<typeof store.countExecutions>[0]) => {
+          const counts: Record<string, number> = {};
+          for (const e of all) {
+            if (filter.principal !== undefined && e.principal !== filter.principal) continue;
+            if (filter.workflow_name !== undefined && e.workflow_name !== filter.workflow_name) continue;
+            if (filter.updated_since !== undefined && e.updated_at < filter.updated_since) continue;
+            if (filter.updated_before !== undefined && e.updated_at >= filter.updated_before) continue;
+            counts[e.state] = (counts[e.state] ?? 0) + 1;
+          }
+          return counts;
+        };
+        const times = [undefined, on(7, 9), on(8, 0), on(9, 2), on(9, 3), on(10, 8), on(10, 9), on(11, 0)];
+        for (const scope of [{}, { principal: 'local' }, { principal: 'local', workflow_name: 'demo' }]) {
+          for (const since of times) {
+            for (const before of times) {
+              const filter = {
+                ...scope,
+                ...(since !== undefined ? { updated_since: since } : {}),
+                ...(before !== undefined ? { updated_before: before } : {}),
+              };
+              expect(await store.countExecutions(filter), JSON.stringify(filter)).toEqual(expected(filter));
+            }
+          }
+        }
+        expect(await store.listPrincipals()).toEqual(['alice', 'local']);
+      });
+
       it('reads the one-execution page for its owner only: steps, artifacts, recent events and failures', async () => {
         const store = await fresh();
         await seed(store, execution(), execution({ execution_id: 'exec-2', principal: 'bob' }));

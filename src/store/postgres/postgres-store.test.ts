@@ -101,7 +101,7 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
     `);
     const plan = async (text: string, values: unknown[]) => {
       const rows = await db.admin(
-        `EXPLAIN (FORMAT JSON) ${text.replace(/\bFROM (workflow_\w+|telemetry_events|token_submissions)/g, `FROM ${name}.$1`)}`,
+        `EXPLAIN (FORMAT JSON) ${text.replace(/\bFROM (workflow_\w+|telemetry_events|token_submissions|execution_counts)/g, `FROM ${name}.$1`)}`,
         values,
       );
       return JSON.stringify(rows[0]);
@@ -172,10 +172,17 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
         expect(p, JSON.stringify(filter)).not.toContain('"Node Type":"Sort"');
       }
     }
+    // Counts read the counters (the principal's all-time rows), and for a time window the window's
+    // partial first day from the paging index: never the executions at large.
     const counts = countsQuery(POSTGRES, { principal: 'p7' });
     const countPlan = await plan(counts.text, counts.values);
-    expect(countPlan).not.toContain('Seq Scan');
-    expect(countPlan).toContain('"Index Name":"workflow_executions_by_principal');
+    expect(countPlan).not.toContain('"Relation Name":"workflow_executions"');
+    expect(countPlan).toContain('"Relation Name":"execution_counts"');
+    const since = new Date(Date.now() - 3 * 86_400_000).toISOString();
+    const windowed = countsQuery(POSTGRES, { principal: 'p7', updated_since: since });
+    const windowPlan = await plan(windowed.text, windowed.values);
+    expect(windowPlan).toContain('"Index Name":"workflow_executions_by_principal_page"');
+    expect(windowPlan).not.toContain('Seq Scan');
     await store.close();
   });
 
@@ -348,15 +355,13 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
     await other.close();
   });
 
-  it('a step is five round trips: begin, the execution, its step and used token, the writes, commit', async () => {
+  it('a step is three round trips: BEGIN with the execution, its step with its used token, the writes with COMMIT', async () => {
     const { url } = await db.schema();
     const store = await openPostgresStore(url, { poolSize: 2 });
     await seed(store);
     await store.transaction((tx) => tx.insertStep(step()));
-    const calls: string[] = [];
-    const spy = vi.spyOn(pg.Client.prototype, 'query');
-    try {
-      await store.transaction(async (tx) => {
+    const trips = await roundTrips(() =>
+      store.transaction(async (tx) => {
         // As workflow_next_step does: the execution, the used token, the step; then nine writes.
         const exec = (await tx.getExecution('exec-1')) as ExecutionRecord;
         await tx.getSubmission('n-1');
@@ -383,33 +388,66 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
           response: {},
           created_at: T0,
         });
-      });
-      for (const [first] of spy.mock.calls) {
-        const text = typeof first === 'string' ? first : (first as { text: string }).text;
-        calls.push(text.trim().split(/\s+/).slice(0, 2).join(' '));
-      }
-    } finally {
-      spy.mockRestore();
-    }
-    // The execution (locked); its current step (locked) and live token's record together; the writes.
-    expect(calls).toEqual(['BEGIN ISOLATION', 'SELECT *', 'SELECT s.*,', 'WITH w0', 'COMMIT']);
+      }),
+    );
+    expect(trips).toEqual([['BEGIN ISOLATION', 'SELECT *'], ['SELECT s.*,'], ['WITH w0', 'COMMIT']]);
     expect(await store.getStep('exec-1', 2)).toMatchObject({ seq: 2 });
     expect(
       (await store.getTelemetry({ execution_id: 'exec-1', limit: 10 })).map((e) => e.event_type),
     ).toEqual(['token_validated', 'step_completed', 'step_started', 'token_generated']);
     // A transaction of one write is that one statement; one that reads nothing and writes nothing sends nothing.
-    const lone = vi.spyOn(pg.Client.prototype, 'query');
-    try {
-      await store.transaction((tx) => tx.updateSubmission('n-1', { final: true }));
-      await store.transaction(async () => 'nothing');
-      expect(lone.mock.calls).toHaveLength(1);
-    } finally {
-      lone.mockRestore();
-    }
+    expect(
+      await roundTrips(() => store.transaction((tx) => tx.updateSubmission('n-1', { final: true }))),
+    ).toEqual([['WITH w0']]);
+    expect(await roundTrips(() => store.transaction(async () => 'nothing'))).toEqual([]);
     expect((await store.getSubmission('n-1'))?.response).toEqual({ final: true });
+    // A refused last write: its COMMIT only ends the transaction, and nothing is kept.
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.getExecution('exec-1');
+        await tx.insertStep(step({ seq: 3, execution_id: 'missing' }));
+      }),
+    ).rejects.toThrow();
+    expect(await store.getStep('missing', 3)).toBeUndefined();
+    await store.transaction(async (tx) => {
+      await tx.getExecution('exec-1');
+      await tx.insertStep(step({ seq: 3 }));
+    });
+    expect(await store.getStep('exec-1', 3)).toMatchObject({ seq: 3 });
     await store.close();
   });
 });
+
+/**
+ * The statements `work` sends, grouped by round trip: a statement sent while another on the same
+ * connection is still unanswered travels with it (pipelined).
+ */
+async function roundTrips(work: () => Promise<unknown>): Promise<string[][]> {
+  const original = pg.Client.prototype.query;
+  const trips: string[][] = [];
+  const pending = new WeakMap<object, number>();
+  const spy = vi.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
+    this: pg.Client,
+    ...args: unknown[]
+  ) {
+    const first = args[0] as string | { text: string };
+    const words = (typeof first === 'string' ? first : first.text).trim().split(/\s+/).slice(0, 2).join(' ');
+    const outstanding = pending.get(this) ?? 0;
+    if (outstanding === 0) trips.push([words]);
+    else trips.at(-1)?.push(words);
+    pending.set(this, outstanding + 1);
+    const result = (original as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+    const done = () => pending.set(this, (pending.get(this) ?? 1) - 1);
+    result.then(done, done);
+    return result as never;
+  });
+  try {
+    await work();
+  } finally {
+    spy.mockRestore();
+  }
+  return trips;
+}
 
 /** A promise and the function that resolves it. */
 function latch(): { promise: Promise<void>; resolve: () => void } {

@@ -162,6 +162,9 @@ export class PostgresExecutionStore implements ExecutionStore {
       lock_timeout: this.lockTimeoutMs,
       application_name: 'workflowlookup',
       allowExitOnIdle: true,
+      // Lets a transaction send BEGIN with its first statement and COMMIT with its last (one round
+      // trip each); everything else waits for one statement before sending the next, as before.
+      pipeline: true,
       types,
     });
     // An idle connection the server drops (restart, failover) must not crash the process.
@@ -347,17 +350,44 @@ export class PostgresExecutionStore implements ExecutionStore {
       // The first statement that failed: a transaction that failed once is over, even if `fn` caught it.
       let failure: unknown;
       let open = true;
+      // BEGIN has been sent; the transaction was ended (committed with the last statement, or over).
       let begun = false;
-      let done = false;
-      const statement = async (name: string, text: string, values: unknown[], alone: boolean) => {
-        if (!open || done) throw new Error('the transaction has ended; use the store outside it');
+      let ended = false;
+      /**
+       * Sends `first` and `second` together (pg's pipeline mode: one round trip, the server runs them
+       * in order) and waits for both; without pipelining pg sends the second after the first.
+       */
+      const pair = async (first: pg.QueryConfig | string, second: pg.QueryConfig | string) => {
+        const [a, b] = await Promise.allSettled([client.query(first), client.query(second)]);
+        return { first: a, second: b };
+      };
+      const statement = async (name: string, text: string, values: unknown[], isLast: boolean) => {
+        if (!open || ended) throw new Error('the transaction has ended; use the store outside it');
+        if (failure !== undefined) throw this.storageError(failure);
+        const query = { name, text, values };
         try {
-          if (!begun && !alone) {
-            await client.query(BEGIN[isolation]);
-            begun = true;
+          if (isLast && !begun) {
+            // The only statement: sent alone, PostgreSQL runs it atomically.
+            ended = true;
+            return (await client.query(query)).rows;
           }
-          if (alone && !begun) done = true;
-          return (await client.query({ name, text, values })).rows;
+          if (isLast) {
+            // The last statement and COMMIT together; after a failed statement, COMMIT only ends the
+            // transaction (PostgreSQL answers ROLLBACK).
+            const sent = await pair(query, 'COMMIT');
+            ended = true;
+            if (sent.first.status === 'rejected') throw sent.first.reason;
+            if (sent.second.status === 'rejected') throw sent.second.reason;
+            return sent.first.value.rows;
+          }
+          if (!begun) {
+            const sent = await pair(BEGIN[isolation], query);
+            begun = true;
+            if (sent.first.status === 'rejected') throw sent.first.reason;
+            if (sent.second.status === 'rejected') throw sent.second.reason;
+            return sent.second.value.rows;
+          }
+          return (await client.query(query)).rows;
         } catch (error) {
           failure ??= session.lost() ?? error;
           throw this.storageError(failure);
@@ -369,10 +399,10 @@ export class PostgresExecutionStore implements ExecutionStore {
       try {
         const result = await body(run, last);
         if (failure !== undefined) throw failure;
-        if (begun) await client.query('COMMIT');
+        if (begun && !ended) await client.query('COMMIT');
         return result;
       } catch (error) {
-        if (begun) {
+        if (begun && !ended) {
           await client.query('ROLLBACK').catch((e: Error) => {
             broken = e;
           });

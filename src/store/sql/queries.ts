@@ -115,7 +115,13 @@ function fixedStatements(d: DialectOptions) {
     getSubmissions: `SELECT * FROM token_submissions WHERE execution_id = ${p1} ORDER BY created_at, nonce`,
     getDefinition: `SELECT content FROM workflow_definitions WHERE hash = ${p1}`,
     getPinnedDefinition: byKey('workflow_definitions', `hash = ${p1}`),
-    listPrincipals: 'SELECT DISTINCT principal FROM workflow_executions ORDER BY principal',
+    // A skip scan of the principal index (one probe per principal), where DISTINCT reads every row.
+    listPrincipals: `WITH RECURSIVE p(principal) AS (
+        SELECT MIN(principal) FROM workflow_executions
+        UNION ALL
+        SELECT (SELECT MIN(principal) FROM workflow_executions WHERE principal > p.principal) FROM p
+        WHERE p.principal IS NOT NULL)
+      SELECT principal FROM p WHERE principal IS NOT NULL`,
     changedExecutions: `SELECT ${HEAD_COLUMNS} FROM workflow_executions WHERE principal = ${p1} AND updated_at >= ${p2}
       ORDER BY updated_at, execution_id LIMIT ${p3}`,
     getTask: task,
@@ -187,11 +193,67 @@ export function headsQuery(d: SqlDialect, filter: ExecutionPageFilter): Statemen
   return { text, values: f.values };
 }
 
-/** Executions per state for the same filters as a page. */
+const DAY_MS = 86_400_000;
+/** The UTC day of an instant, as the counters' triggers write it ('YYYY-MM-DD'). */
+const dayOf = (at: string) => new Date(at).toISOString().slice(0, 10);
+const startOf = (day: string) => `${day}T00:00:00.000Z`;
+const dayAfter = (day: string) => new Date(Date.parse(startOf(day)) + DAY_MS).toISOString();
+
+/**
+ * Executions per state for the same filters as a page, from the counters (migration 6) rather than
+ * the executions themselves, so the cost does not grow with the history: the all-time rows, or the
+ * day rows wholly inside the time window, plus the executions of the window's partial first and last
+ * days counted exactly (one day's changes at most). Rows come as state and n (a state at zero left out).
+ */
 export function countsQuery(d: SqlDialect, filter: ExecutionCountFilter): Statement {
-  const f = executionFilter(d, filter);
+  const f = new SqlFilter(d.placeholders);
+  const scope = () => {
+    const clauses: string[] = [];
+    if (filter.principal !== undefined) clauses.push(`principal = ${f.param(filter.principal)}`);
+    if (filter.workflow_name !== undefined) clauses.push(`workflow_name = ${f.param(filter.workflow_name)}`);
+    return clauses;
+  };
+  const parts: string[] = [];
+  /** Counter rows for the days `day` matches ('*': all time), added or (sign '-') taken away. */
+  const rows = (sign: '' | '-', day: (p: (v: unknown) => string) => string) => {
+    const where = [...scope(), day((v) => f.param(v))];
+    parts.push(`SELECT state, ${sign}n AS n FROM execution_counts WHERE ${where.join(' AND ')}`);
+  };
+  /** Executions last changed in [from, to), counted one by one. */
+  const exact = (sign: '' | '-', from: string, to: string) => {
+    const where = [
+      ...scope(),
+      `updated_at >= ${f.param(from)}${d.timestamp}`,
+      `updated_at < ${f.param(to)}${d.timestamp}`,
+    ];
+    parts.push(
+      `SELECT state, ${sign}COUNT(*) AS n FROM workflow_executions WHERE ${where.join(' AND ')} GROUP BY state`,
+    );
+  };
+  const iso = (at: string | undefined) => (at === undefined ? undefined : new Date(at).toISOString());
+  const since = iso(filter.updated_since);
+  const before = iso(filter.updated_before);
+  // '*' sorts before every day, so `day > x` never takes the all-time rows.
+  if (since === undefined && before === undefined) rows('', (p) => `day = ${p('*')}`);
+  else if (before === undefined && since !== undefined) {
+    exact('', since, dayAfter(dayOf(since)));
+    rows('', (p) => `day > ${p(dayOf(since))}`);
+  } else if (since === undefined && before !== undefined) {
+    // All time, less what changed at or after `before`.
+    rows('', (p) => `day = ${p('*')}`);
+    rows('-', (p) => `day > ${p(dayOf(before))}`);
+    exact('-', before, dayAfter(dayOf(before)));
+  } else if (since !== undefined && before !== undefined && since < before) {
+    if (dayOf(since) === dayOf(before)) exact('', since, before);
+    else {
+      exact('', since, dayAfter(dayOf(since)));
+      rows('', (p) => `day > ${p(dayOf(since))} AND day < ${p(dayOf(before))}`);
+      exact('', startOf(dayOf(before)), before);
+    }
+  }
+  if (parts.length === 0) return { text: 'SELECT state, n FROM execution_counts WHERE 1 = 0', values: [] };
   return {
-    text: `SELECT state, COUNT(*) AS n FROM workflow_executions ${f.where} GROUP BY state`,
+    text: `SELECT state, SUM(n) AS n FROM (${parts.join('\n  UNION ALL ')}) AS parts GROUP BY state HAVING SUM(n) <> 0`,
     values: f.values,
   };
 }
