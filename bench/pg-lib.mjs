@@ -2,8 +2,11 @@
 // a database per run, a step load over HTTP replicas, and what PostgreSQL and the processes spent on
 // it (transactions, statements and round trips through a counting proxy, WAL bytes, CPU time).
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { rpc, tokenOf } from './lib.mjs';
 
@@ -207,9 +210,10 @@ export async function storedBytes(url) {
 }
 
 /**
- * A TCP proxy in front of PostgreSQL that reads what clients send (the frontend protocol) and counts
- * round trips (a simple Query, or a Sync closing an extended-protocol exchange), statements executed
- * (a Query or an Execute) and executions per statement (by prepared name, or by text when unnamed).
+ * A TCP proxy in front of PostgreSQL that reads both directions of the wire protocol and counts
+ * statements executed (a Query or an Execute, and per statement text) and round trips: a request
+ * (a simple Query, or a Sync closing an extended-protocol exchange) sent while the server has answered
+ * every earlier one (ReadyForQuery) starts a round trip; one sent before that rides with it (pipelined).
  */
 export async function countingProxy(target) {
   const to = new URL(target);
@@ -222,6 +226,12 @@ export async function countingProxy(target) {
     let portalStatement = '';
     let buffer = Buffer.alloc(0);
     let started = false;
+    // Requests sent that the server has not answered with ReadyForQuery yet.
+    let unanswered = 0;
+    const request = () => {
+      if (unanswered === 0) counts.roundTrips++;
+      unanswered++;
+    };
     const label = (text) => text.replace(/\s+/g, ' ').trim().slice(0, 60);
     const count = (name) => {
       counts.byStatement[name] = (counts.byStatement[name] ?? 0) + 1;
@@ -246,7 +256,7 @@ export async function countingProxy(target) {
         const body = buffer.subarray(5, length + 1);
         buffer = buffer.subarray(length + 1);
         if (type === 'Q') {
-          counts.roundTrips++;
+          request();
           counts.statements++;
           count(label(body.toString('utf8', 0, body.length - 1)));
         } else if (type === 'P') {
@@ -262,11 +272,21 @@ export async function countingProxy(target) {
           counts.statements++;
           count(portalStatement);
         } else if (type === 'S') {
-          counts.roundTrips++;
+          request();
         }
       }
     });
-    upstream.on('data', (chunk) => client.write(chunk));
+    let answers = Buffer.alloc(0);
+    upstream.on('data', (chunk) => {
+      client.write(chunk);
+      answers = Buffer.concat([answers, chunk]);
+      while (answers.length >= 5) {
+        const length = answers.readInt32BE(1);
+        if (answers.length < length + 1) break;
+        if (answers[0] === 0x5a && unanswered > 0) unanswered--; // 'Z': ReadyForQuery
+        answers = answers.subarray(length + 1);
+      }
+    });
     const close = () => {
       client.destroy();
       upstream.destroy();
@@ -296,4 +316,40 @@ export async function countingProxy(target) {
         server.close(resolve);
       }),
   };
+}
+
+/**
+ * Runs a scenario module on its own when it is the script node was given (`node
+ * bench/scenarios/<name>.mjs --option value …`): the built server (or `--cli path`), a scratch
+ * directory, the report on stdout (`--json 1`: the result as JSON first).
+ */
+export async function runAlone(moduleUrl, scenario, name) {
+  if (moduleUrl !== pathToFileURL(process.argv[1] ?? '').href) return;
+  const root = join(dirname(fileURLToPath(moduleUrl)), '..', '..');
+  const args = {};
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i]?.startsWith('--')) args[argv[i].slice(2)] = argv[i + 1];
+  }
+  const tmp = mkdtempSync(join(tmpdir(), `wl-bench-${name}-`));
+  const ctx = {
+    cli: args.cli ?? join(root, 'dist', 'cli.js'),
+    root,
+    tmp,
+    floor: null,
+    args,
+    progress: (message) => process.stderr.write(`[${name}] ${message}\n`),
+  };
+  try {
+    const why = await scenario.skip(ctx);
+    if (why) {
+      process.stdout.write(`${scenario.title}\n  skipped: ${why}\n`);
+    } else {
+      const result = await scenario.run(ctx);
+      if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+      process.stdout.write(`${scenario.title}\n${scenario.report(result, ctx).join('\n')}\n`);
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
 }

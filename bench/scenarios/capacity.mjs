@@ -5,10 +5,8 @@
 // server under the same load. Scenario module of `npm run bench`; alone: `node
 // bench/scenarios/capacity.mjs [--cap-steps 500] [--cap-calls 1000] [--cap-clients 50]` after `npm run
 // build` (`--cli path/to/dist/cli.js` measures another build). PostgreSQL as in postgres.mjs.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { loopWorkflow, rpc, startHttpServer, tokenOf } from '../lib.mjs';
 import {
   backendCpuMs,
@@ -17,6 +15,7 @@ import {
   createDatabase,
   findServer,
   round2,
+  runAlone,
   stepLoad,
   storedBytes,
   transactionCounts,
@@ -237,32 +236,4 @@ export function report(result) {
   return lines;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-  const args = {};
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i]?.startsWith('--')) args[argv[i].slice(2)] = argv[i + 1];
-  }
-  const tmp = mkdtempSync(join(tmpdir(), 'wl-bench-capacity-'));
-  const ctx = {
-    cli: args.cli ?? join(root, 'dist', 'cli.js'),
-    root,
-    tmp,
-    floor: null,
-    args,
-    progress: (message) => process.stderr.write(`[capacity] ${message}\n`),
-  };
-  try {
-    const why = await skip(ctx);
-    if (why) {
-      process.stdout.write(`${title}\n  skipped: ${why}\n`);
-    } else {
-      const result = await run(ctx);
-      if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`);
-      process.stdout.write(`${title}\n${report(result).join('\n')}\n`);
-    }
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
-}
+await runAlone(import.meta.url, { title, skip, run, report }, 'capacity');

@@ -8,16 +8,15 @@
 // 127.0.0.1:5432 as postgres or root (a role that may create databases); each run creates its own
 // database and drops it.
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
 import { loopWorkflow, rpc, startHttpServer as startReplica, tokenOf } from '../lib.mjs';
 import {
   createDatabase,
   transactionCounts as databaseTransactions,
   findServer,
+  runAlone,
   latencyStats as stats,
   stepLoad,
   usingDatabase,
@@ -306,31 +305,4 @@ export function report(result) {
   return lines;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-  const args = {};
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i]?.startsWith('--')) args[argv[i].slice(2)] = argv[i + 1];
-  }
-  const tmp = mkdtempSync(join(tmpdir(), 'wl-bench-pg-'));
-  const ctx = {
-    cli: join(root, 'dist', 'cli.js'),
-    root,
-    tmp,
-    floor: null,
-    args,
-    progress: (message) => process.stderr.write(`[postgres] ${message}\n`),
-  };
-  try {
-    const why = await skip(ctx);
-    if (why) {
-      process.stdout.write(`${title}\n  skipped: ${why}\n`);
-    } else {
-      const result = await run(ctx);
-      process.stdout.write(`${title}\n${report(result, ctx).join('\n')}\n`);
-    }
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
-}
+await runAlone(import.meta.url, { title, skip, run, report }, 'postgres');
