@@ -123,11 +123,12 @@ export async function stepLoad(urls, clients, steps) {
 
 /**
  * Transactions committed and rolled back in the database so far (a rollback is mostly a conflict that
- * was retried); statistics reach the view within a moment, so it waits for them.
+ * was retried). A busy backend reports its counts at most once a second and an idle one within 10 s
+ * (PostgreSQL 15), so it waits that long first: a shorter wait misses part of a run.
  */
-export async function transactionCounts(url) {
+export async function transactionCounts(url, settleMs = 11_000) {
   return usingDatabase(url, async (c) => {
-    await new Promise((r) => setTimeout(r, 600));
+    await new Promise((r) => setTimeout(r, settleMs));
     const { rows } = await c.query(
       'SELECT xact_commit::int AS commit, xact_rollback::int AS rollback FROM pg_stat_database WHERE datname = current_database()',
     );
@@ -217,10 +218,13 @@ export async function storedBytes(url) {
  */
 export async function countingProxy(target) {
   const to = new URL(target);
-  const counts = { roundTrips: 0, statements: 0, byStatement: {} };
+  const counts = { roundTrips: 0, statements: 0, transactions: 0, byStatement: {} };
   const sockets = new Set();
   const server = createServer((client) => {
     const upstream = tcpConnect(Number(to.port || 5432), to.hostname);
+    // No Nagle delay: a pipelined request must not wait for the answer to the one before it.
+    client.setNoDelay(true);
+    upstream.setNoDelay(true);
     sockets.add(client).add(upstream);
     const names = new Map();
     let portalStatement = '';
@@ -283,7 +287,12 @@ export async function countingProxy(target) {
       while (answers.length >= 5) {
         const length = answers.readInt32BE(1);
         if (answers.length < length + 1) break;
-        if (answers[0] === 0x5a && unanswered > 0) unanswered--; // 'Z': ReadyForQuery
+        // 'Z': ReadyForQuery, with the transaction status: 'I' (idle) ends a transaction, explicit
+        // (COMMIT, ROLLBACK) or implicit (one statement on its own).
+        if (answers[0] === 0x5a && unanswered > 0) {
+          unanswered--;
+          if (answers[5] === 0x49) counts.transactions++;
+        }
         answers = answers.subarray(length + 1);
       }
     });
@@ -307,6 +316,7 @@ export async function countingProxy(target) {
       const taken = { ...counts, byStatement: { ...counts.byStatement } };
       counts.roundTrips = 0;
       counts.statements = 0;
+      counts.transactions = 0;
       counts.byStatement = {};
       return taken;
     },

@@ -92,7 +92,6 @@ async function perStep(ctx, env, serverUrl, steps) {
     proxy.take();
     const cpuBefore = cpuMsOf(cluster.pids[0]);
     const pgBefore = await backendCpuMs(serverUrl, database.name);
-    const xactBefore = await transactionCounts(database.url);
     const lsn = await walPosition(database.url);
     const began = performance.now();
     await sequentialSteps(url, steps);
@@ -100,7 +99,6 @@ async function perStep(ctx, env, serverUrl, steps) {
     const counted = proxy.take();
     const cpu = cpuMsOf(cluster.pids[0]) - cpuBefore;
     const pgAfter = await backendCpuMs(serverUrl, database.name);
-    const xactAfter = await transactionCounts(database.url);
     const wal = await walBytesSince(database.url, lsn);
     // The start (one call) is in the counts too: the per-step numbers include 1/steps of it.
     const per = (n) => round2(n / steps);
@@ -116,7 +114,7 @@ async function perStep(ctx, env, serverUrl, steps) {
       postgresCpuMs: per(pgAfter.ms - pgBefore.ms),
       statements: per(counted.statements),
       roundTrips: per(counted.roundTrips),
-      transactions: per(xactAfter.commit + xactAfter.rollback - xactBefore.commit - xactBefore.rollback),
+      transactions: per(counted.transactions),
       walBytes: Math.round(wal.bytes / steps),
       walFullPageImageBytes: Math.round(wal.fullPageImages / steps),
       byStatement,
