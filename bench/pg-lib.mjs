@@ -203,7 +203,7 @@ export async function storedBytes(url) {
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
        WHERE c.relkind = 'r' AND n.nspname = current_schema()
          AND relname IN ('workflow_executions','workflow_steps','workflow_artifacts','telemetry_events',
-           'token_submissions','workflow_definitions','tasks')
+           'token_submissions','workflow_definitions','tasks','execution_counts')
        ORDER BY relname`,
     );
     return Object.fromEntries(rows.map((r) => [r.table, Number(r.bytes)]));

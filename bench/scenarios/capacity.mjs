@@ -19,6 +19,7 @@ import {
   stepLoad,
   storedBytes,
   transactionCounts,
+  usingDatabase,
   walBytesSince,
   walPosition,
 } from '../pg-lib.mjs';
@@ -126,30 +127,34 @@ async function perStep(ctx, env, serverUrl, steps) {
   }
 }
 
-/** Stored bytes per execution and per step: `executions` executions of `steps` steps each. */
+/**
+ * Stored bytes per execution and per step: `executions` executions of `steps` steps each, as written
+ * (dead row versions included, autovacuum running) and live (after VACUUM FULL), each less the size
+ * of the empty tables.
+ */
 async function stored(ctx, env, serverUrl, executions, steps) {
   const database = await createDatabase(serverUrl);
   const cluster = await replicas(ctx, { ...env, WORKFLOWLOOKUP_DATABASE_URL: database.url }, 1);
   try {
+    await usingDatabase(database.url, (db) => db.query('VACUUM FULL'));
     const empty = await storedBytes(database.url);
     for (let i = 0; i < executions; i += 10) {
       await Promise.all(Array.from({ length: 10 }, () => sequentialSteps(cluster.urls[0], steps)));
     }
-    const full = await storedBytes(database.url);
-    const byTable = Object.fromEntries(
-      Object.entries(full).map(([table, bytes]) => [
-        table,
-        Math.round((bytes - (empty[table] ?? 0)) / executions),
-      ]),
-    );
-    const total = Object.values(byTable).reduce((a, b) => a + b, 0);
-    return {
-      executions,
-      stepsEach: steps,
-      bytesPerExecution: total,
-      bytesPerStep: Math.round(total / steps),
-      byTable,
+    const perExecution = (sizes) => {
+      const byTable = Object.fromEntries(
+        Object.entries(sizes).map(([table, bytes]) => [
+          table,
+          Math.round((bytes - (empty[table] ?? 0)) / executions),
+        ]),
+      );
+      const total = Object.values(byTable).reduce((a, b) => a + b, 0);
+      return { bytesPerExecution: total, bytesPerStep: Math.round(total / steps), byTable };
     };
+    const written = perExecution(await storedBytes(database.url));
+    await usingDatabase(database.url, (db) => db.query('VACUUM FULL'));
+    const live = perExecution(await storedBytes(database.url));
+    return { executions, stepsEach: steps, written, live };
   } finally {
     await cluster.stop();
     await database.drop().catch(() => undefined);
@@ -219,11 +224,14 @@ export function report(result) {
     `    statements a step: ${Object.entries(s.byStatement)
       .map(([name, n]) => `${name} ${n}`)
       .join('; ')}`,
-    `  stored: ${result.storage.bytesPerExecution} bytes an execution of ${result.storage.stepsEach} steps (${result.storage.bytesPerStep} a step): ${Object.entries(
-      result.storage.byTable,
-    )
-      .map(([t, b]) => `${t} ${b}`)
-      .join(', ')}`,
+    ...['written', 'live'].map((kind) => {
+      const st = result.storage[kind];
+      return `  stored (${kind}): ${st.bytesPerExecution} bytes an execution of ${result.storage.stepsEach} steps (${st.bytesPerStep} a step): ${Object.entries(
+        st.byTable,
+      )
+        .map(([t, b]) => `${t} ${b}`)
+        .join(', ')}`;
+    }),
     `  ${result.clients} clients, each advancing its own execution (client i on replica i mod n):`,
   ];
   for (const [label, r] of Object.entries(result.scaling)) {
