@@ -12,6 +12,7 @@ import type {
 } from '../execution-store.js';
 import { readExecutionPage, type SqlSession, sqlOperations, writeNow } from '../sql/operations.js';
 import { sqlDialect } from '../sql/queries.js';
+import { appliedMigrations } from '../sql/schema.js';
 import type { Row } from '../sql/tables.js';
 import {
   describeConnectionError,
@@ -267,18 +268,11 @@ export class PostgresExecutionStore implements ExecutionStore {
       await client.query('SELECT pg_advisory_xact_lock($1, $2)', [...MIGRATION_LOCK]);
       await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
         version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`);
-      const applied = new Set(
-        (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map(
-          (r) => r.version,
-        ),
+      const { applied, newest } = appliedMigrations(
+        (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows,
+        PG_MIGRATIONS.length,
       );
-      const newest = Math.max(0, ...applied);
       const known = PG_MIGRATIONS.length;
-      if (newest > known) {
-        throw new Error(
-          `the database was written by a newer workflowlookup (schema version ${newest}, this one knows ${known}); upgrade workflowlookup`,
-        );
-      }
       for (const m of PG_MIGRATIONS) {
         if (applied.has(m.version)) continue;
         await client.query(m.sql);

@@ -13,6 +13,7 @@ import type {
 } from '../execution-store.js';
 import { readExecutionPage, type SqlSession, sqlOperations, writeNow } from '../sql/operations.js';
 import { sqlDialect } from '../sql/queries.js';
+import { appliedMigrations } from '../sql/schema.js';
 import type { Row } from '../sql/tables.js';
 import { Checkpointer } from './checkpointer.js';
 import { MIGRATIONS } from './migrations.js';
@@ -239,19 +240,8 @@ export class SqliteExecutionStore implements ExecutionStore {
 }
 
 function appliedVersions(db: Database.Database): Set<number> {
-  const versions = new Set(
-    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map(
-      (r) => r.version,
-    ),
-  );
-  const newest = Math.max(0, ...versions);
-  const known = MIGRATIONS.length;
-  if (newest > known) {
-    throw new Error(
-      `the database was written by a newer workflowlookup (schema version ${newest}, this one knows ${known}); upgrade workflowlookup`,
-    );
-  }
-  return versions;
+  const rows = db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[];
+  return appliedMigrations(rows, MIGRATIONS.length).applied;
 }
 
 function refuseNewerSchema(db: Database.Database): void {
