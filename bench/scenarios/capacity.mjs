@@ -127,6 +127,19 @@ async function perStep(ctx, env, serverUrl, steps) {
   }
 }
 
+/** The server's CPU for the same steps on SQLite: what the PostgreSQL adapter adds is the difference. */
+async function sqliteStepCpu(ctx, env, steps) {
+  const cluster = await replicas(ctx, env, 1);
+  try {
+    await sequentialSteps(cluster.urls[0], 20);
+    const before = cpuMsOf(cluster.pids[0]);
+    await sequentialSteps(cluster.urls[0], steps);
+    return round2((cpuMsOf(cluster.pids[0]) - before) / steps);
+  } finally {
+    await cluster.stop();
+  }
+}
+
 /**
  * Stored bytes per execution and per step: `executions` executions of `steps` steps each, as written
  * (dead row versions included, autovacuum running) and live (after VACUUM FULL), each less the size
@@ -203,6 +216,7 @@ export async function run(ctx) {
   const env = environment(ctx);
   ctx.progress(`per step: ${steps} steps through the counting proxy`);
   const step = await perStep(ctx, env, found.url, steps);
+  step.sqliteServerCpuMs = await sqliteStepCpu(ctx, env, steps);
   ctx.progress('stored bytes: 100 executions of 20 steps');
   const storage = await stored(ctx, env, found.url, 100, 20);
   const scaling = {};
@@ -219,7 +233,7 @@ export function report(result) {
   const s = result.step;
   const lines = [
     `  one workflow_next_step on PostgreSQL (1 replica, 1 client, ${s.steps} steps, loopback):`,
-    `    ${s.msPerStep} ms a step; CPU ${s.serverCpuMs} ms in the server, ${s.postgresCpuMs} ms in PostgreSQL`,
+    `    ${s.msPerStep} ms a step; CPU ${s.serverCpuMs} ms in the server (${s.sqliteServerCpuMs} ms for the same steps on SQLite), ${s.postgresCpuMs} ms in PostgreSQL`,
     `    ${s.statements} statements, ${s.roundTrips} round trips, ${s.transactions} transactions; WAL ${s.walBytes} bytes (${s.walFullPageImageBytes} of them full-page images)`,
     `    statements a step: ${Object.entries(s.byStatement)
       .map(([name, n]) => `${name} ${n}`)
