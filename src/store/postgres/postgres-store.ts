@@ -138,6 +138,11 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * transaction before, made unrelated executions conflict on shared index pages (predicate locks)
  * under load, so steps failed after 60 retries; the runtime documents (rare writes, invariants over
  * whole tables: unique names ignoring case) still use it.
+ *
+ * Round trips: a transaction's row writes are held back and sent as one statement (write-batch.ts);
+ * after an execution is locked, its current step and its live token's record come in one statement
+ * (current-step.ts); BEGIN travels with the first statement and COMMIT with the last (pg's pipeline
+ * mode). A workflow_next_step is three round trips and five statements.
  */
 export class PostgresExecutionStore implements ExecutionStore {
   readonly location: string;
