@@ -2,13 +2,13 @@
 // a database per run, a step load over HTTP replicas, and what PostgreSQL and the processes spent on
 // it (transactions, statements and round trips through a counting proxy, WAL bytes, CPU time).
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { rpc, tokenOf } from './lib.mjs';
+import { loopWorkflow, rpc, tokenOf } from './lib.mjs';
 
 const LOCAL = ['postgres://postgres@127.0.0.1:5432/postgres', 'postgres://root@127.0.0.1:5432/postgres'];
 
@@ -30,6 +30,41 @@ async function answers(url) {
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/** The token secret every replica of a bench shares (a token one issues, another accepts). */
+const SECRET = 'bench-secret-shared-by-every-replica-0123456789';
+
+/**
+ * The environment of the bench's `serve --http` replicas: a home and the loop workflow in the scratch
+ * directory, no bundled workflows, one token secret, no rate limit (add the store's variables).
+ */
+export function replicaEnv(ctx) {
+  const home = join(ctx.tmp, 'home');
+  const runtime = join(ctx.tmp, 'workflows');
+  mkdirSync(home, { recursive: true });
+  loopWorkflow(runtime);
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    WORKFLOWLOOKUP_WORKFLOWS_PATH: runtime,
+    WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false',
+    WORKFLOWLOOKUP_TOKEN_SECRET: SECRET,
+    WORKFLOWLOOKUP_RATE_LIMIT: '0',
+  };
+}
+
+/** A positive number given as `--name value`, else `fallback`. */
+export const numberArg = (args, name, fallback) => {
+  const value = Number(args?.[name]);
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+};
+
+/** Why a PostgreSQL scenario cannot run here (no server answers), or undefined: a scenario's `skip`. */
+export async function skip() {
+  const found = await findServer();
+  return found.url === undefined ? found.why : undefined;
 }
 
 /** The server to create bench databases on, or why there is none. */

@@ -7,15 +7,18 @@
 // build` (`--cli path/to/dist/cli.js` measures another build). PostgreSQL as in postgres.mjs.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { loopWorkflow, rpc, startHttpServer, tokenOf } from '../lib.mjs';
+import { rpc, startHttpServer, tokenOf } from '../lib.mjs';
 import {
   backendCpuMs,
   countingProxy,
   cpuMsOf,
   createDatabase,
   findServer,
+  numberArg,
+  replicaEnv,
   round2,
   runAlone,
+  skip,
   stepLoad,
   storedBytes,
   transactionCounts,
@@ -24,35 +27,11 @@ import {
   walPosition,
 } from '../pg-lib.mjs';
 
+/** Skipped, with the reason, when no PostgreSQL answers. */
+export { skip };
+
 export const title =
   'Capacity: one step on PostgreSQL (CPU, statements, round trips, WAL, stored bytes); 1 to 3 replicas, 50 clients';
-
-const SECRET = 'bench-secret-shared-by-every-replica-0123456789';
-const numberArg = (args, name, fallback) => {
-  const value = Number(args?.[name]);
-  return Number.isFinite(value) && value > 0 ? value : fallback;
-};
-
-export async function skip() {
-  const found = await findServer();
-  return found.url === undefined ? found.why : undefined;
-}
-
-function environment(ctx) {
-  const home = join(ctx.tmp, 'home');
-  const runtime = join(ctx.tmp, 'workflows');
-  mkdirSync(home, { recursive: true });
-  loopWorkflow(runtime);
-  return {
-    PATH: process.env.PATH ?? '',
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, '.config'),
-    WORKFLOWLOOKUP_WORKFLOWS_PATH: runtime,
-    WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false',
-    WORKFLOWLOOKUP_TOKEN_SECRET: SECRET,
-    WORKFLOWLOOKUP_RATE_LIMIT: '0',
-  };
-}
 
 let dirs = 0;
 async function replicas(ctx, env, count) {
@@ -213,7 +192,7 @@ export async function run(ctx) {
   const steps = numberArg(ctx.args, 'cap-steps', 500);
   const calls = numberArg(ctx.args, 'cap-calls', 1000);
   const clients = numberArg(ctx.args, 'cap-clients', 50);
-  const env = environment(ctx);
+  const env = replicaEnv(ctx);
   ctx.progress(`per step: ${steps} steps through the counting proxy`);
   const step = await perStep(ctx, env, found.url, steps);
   step.sqliteServerCpuMs = await sqliteStepCpu(ctx, env, steps);

@@ -11,32 +11,27 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { loopWorkflow, rpc, startHttpServer as startReplica, tokenOf } from '../lib.mjs';
+import { rpc, startHttpServer as startReplica, tokenOf } from '../lib.mjs';
 import {
   createDatabase,
   transactionCounts as databaseTransactions,
   findServer,
+  numberArg,
+  replicaEnv,
   runAlone,
+  skip,
   latencyStats as stats,
   stepLoad,
   usingDatabase,
 } from '../pg-lib.mjs';
 
+/** Skipped, with the reason, when no PostgreSQL answers. */
+export { skip };
+
 export const title =
   'PostgreSQL: workflow_next_step with 1 and 3 replicas, 10 and 50 clients (next to SQLite); status reads at 1k vs 100k executions';
 
-const SECRET = 'bench-secret-shared-by-every-replica-0123456789';
 const STATES = ['running', 'paused', 'completed', 'completed', 'completed', 'failed', 'abandoned'];
-
-const numberArg = (args, name, fallback) => {
-  const value = Number(args?.[name]);
-  return Number.isFinite(value) && value > 0 ? value : fallback;
-};
-
-export async function skip() {
-  const found = await findServer();
-  return found.url === undefined ? found.why : undefined;
-}
 
 const tool = (url, name, args) => rpc(url, name, args);
 
@@ -172,19 +167,7 @@ export async function run(ctx) {
   const reads = numberArg(ctx.args, 'pg-reads', 1000);
   const big = numberArg(ctx.args, 'pg-executions', 100_000);
   const history = numberArg(ctx.args, 'pg-history', 10_000);
-  const home = join(ctx.tmp, 'home');
-  const runtime = join(ctx.tmp, 'workflows');
-  mkdirSync(home, { recursive: true });
-  loopWorkflow(runtime);
-  const baseEnv = {
-    PATH: process.env.PATH ?? '',
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, '.config'),
-    WORKFLOWLOOKUP_WORKFLOWS_PATH: runtime,
-    WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false',
-    WORKFLOWLOOKUP_TOKEN_SECRET: SECRET,
-    WORKFLOWLOOKUP_RATE_LIMIT: '0',
-  };
+  const baseEnv = replicaEnv(ctx);
   const running = [];
   const databases = [];
   const startAll = async (count, env, label) => {
