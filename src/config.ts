@@ -64,7 +64,7 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
   {
     name: 'WORKFLOWLOOKUP_TOOLS',
     description:
-      'tool groups tools/list shows: core (default), guidance, executions, authoring, automation, tasks, comma-separated, or `all`; also `--tools`',
+      'tool groups tools/list shows besides `core` (always listed): guidance, executions, authoring, automation, tasks, comma-separated, or `all`; also `--tools`',
   },
   {
     name: 'WORKFLOWLOOKUP_ALLOWED_ENV',
@@ -191,26 +191,37 @@ export function parsePort(value: string, where: string): number {
 
 /**
  * Tool groups (`--tools` / `WORKFLOWLOOKUP_TOOLS`): which tools `tools/list` shows. Every tool stays
- * callable whatever is listed; `core` (the default) is the small set most agents need, and
- * `workflow_tools` lists the others on request.
+ * callable whatever is listed. `core`, the small set most agents need, is always listed (it holds
+ * `workflow_tools`, through which an agent lists the others); each group named adds its tools to it.
+ * One group per kind of client need, so a client lists only what it can use: `tasks` holds every tool
+ * that needs a client with MCP tasks (and sampling or elicitation for the orchestrations).
  */
-export const PROFILES = ['core', 'guidance', 'executions', 'authoring', 'automation', 'tasks'] as const;
-export type Profile = (typeof PROFILES)[number];
+export const TOOL_GROUPS = {
+  core: 'always listed: find, run, resume and author workflows, and list more groups',
+  guidance: 'stateless guidance (seed 001/002): the client keeps the state',
+  executions: 'durable executions: start, advance, pause, resume, find and purge them',
+  authoring: 'check, save, rename and delete workflow definitions',
+  automation: 'inputs, templates, step plans and OpenAPI catalogs for command steps',
+  tasks:
+    'runs as MCP tasks the server drives, their cancellation, and the orchestrations (need a client with tasks)',
+} as const;
+export type Profile = keyof typeof TOOL_GROUPS;
+export const PROFILES = Object.keys(TOOL_GROUPS) as Profile[];
 
+/** The groups a `--tools` value lists: `core` plus those named (`all`: every group). */
 export function parseProfiles(value: string | undefined): Set<Profile> {
-  if (value === undefined || value.trim() === '') return new Set(['core']);
-  if (value.trim() === 'all') return new Set(PROFILES);
-  const names = value
+  const names = (value ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+  if (names.includes('all')) return new Set(PROFILES);
   const unknown = names.filter((n) => !(PROFILES as readonly string[]).includes(n));
   if (unknown.length > 0) {
     throw new ConfigError(
-      `unknown tool group(s) ${unknown.join(', ')}; choose from ${PROFILES.join(', ')} (or all)`,
+      `unknown tool group(s) ${unknown.join(', ')} in --tools / WORKFLOWLOOKUP_TOOLS; choose from ${PROFILES.join(', ')} (or all), comma-separated`,
     );
   }
-  return new Set(names as Profile[]);
+  return new Set(['core', ...(names as Profile[])]);
 }
 
 export interface ConfigOptions {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeReadOnly, SMALL_FILES_ONLY } from './helpers/fs-faults.js';
+import { httpClient, startHttpServer } from './helpers/http-server.js';
 import {
   callTool,
   connectClient,
@@ -608,32 +609,67 @@ describe('live reload', () => {
   });
 });
 
-describe('tool profiles', () => {
-  it('exposes only the chosen groups', async () => {
-    const { client: guidanceOnly, close } = await connectClient(sb, { args: ['--tools', 'guidance'] });
+describe('tool groups (--tools / WORKFLOWLOOKUP_TOOLS add to the core)', () => {
+  const CORE = [
+    'workflow_get',
+    'workflow_list',
+    'workflow_next_step',
+    'workflow_resume',
+    'workflow_save',
+    'workflow_start',
+    'workflow_tools',
+    'workflow_validate_manifest',
+  ];
+  const union = (...lists: string[][]) => [...new Set(lists.flat())].sort();
+
+  it('stdio: each group named is listed beside the core, workflow_tools always among them', async () => {
+    const { client: guidance, close } = await connectClient(sb, { args: ['--tools', 'guidance'] });
     try {
-      expect((await guidanceOnly.listTools()).tools.map((t) => t.name).sort()).toEqual([
-        'workflow_get',
-        'workflow_list',
-        'workflow_next',
-        'workflow_validate',
-      ]);
+      expect((await guidance.listTools()).tools.map((t) => t.name).sort()).toEqual(
+        union(CORE, ['workflow_get', 'workflow_list', 'workflow_next', 'workflow_validate']),
+      );
     } finally {
       await close();
     }
     const { client: authoring, close: close2 } = await connectClient(sb, {
-      env: { WORKFLOWLOOKUP_TOOLS: 'authoring' },
+      env: { WORKFLOWLOOKUP_TOOLS: 'authoring, executions' },
     });
     try {
-      expect((await authoring.listTools()).tools.map((t) => t.name).sort()).toEqual([
-        'workflow_delete',
-        'workflow_rename',
-        'workflow_save',
-        'workflow_validate_manifest',
-      ]);
+      const names = (await authoring.listTools()).tools.map((t) => t.name).sort();
+      expect(names).toEqual(
+        union(
+          CORE,
+          ['workflow_delete', 'workflow_rename'],
+          ['workflow_set_state', 'workflow_executions'],
+          ['workflow_purge_history'],
+        ),
+      );
       expect((await authoring.listPrompts()).prompts).toHaveLength(4);
+      // The core is listed whatever is named: the agent can always find workflows and list more.
+      const groups = await call('workflow_tools', {}, authoring);
+      const listed = (groups.groups as { group: string; listed: boolean }[]).filter((g) => g.listed);
+      expect(listed.map((g) => g.group).sort()).toEqual(['authoring', 'core', 'executions']);
     } finally {
       await close2();
+    }
+  });
+
+  it('HTTP: WORKFLOWLOOKUP_TOOLS=tasks lists the core and every task tool', async () => {
+    const server = await startHttpServer(sb, { WORKFLOWLOOKUP_TOOLS: 'tasks' });
+    const http = await httpClient(server.url);
+    try {
+      expect((await http.listTools()).tools.map((t) => t.name).sort()).toEqual(
+        union(CORE, [
+          'workflow_author_and_run',
+          'workflow_cancel',
+          'workflow_execute',
+          'workflow_repair_and_rerun',
+          'workflow_run',
+        ]),
+      );
+    } finally {
+      await http.close();
+      server.kill();
     }
   });
 });

@@ -60,7 +60,7 @@ export const COMMAND_SPECS = {
       tools: {
         type: 'string',
         value: 'LIST',
-        help: `tool groups to list: ${PROFILES.join(', ')} or all (env WORKFLOWLOOKUP_TOOLS)`,
+        help: `tool groups to list besides core (always listed): ${PROFILES.filter((p) => p !== 'core').join(', ')} or all, comma-separated (env WORKFLOWLOOKUP_TOOLS)`,
       },
       ...SOURCE_OPTIONS,
     },
