@@ -34,7 +34,13 @@ import type { ExportHeader } from '../store/transfer.js';
 import { addToken, listTokens, parseScopes, removeToken } from '../transports/http-auth.js';
 import { serveAppOnStdio } from '../transports/stdio.js';
 import type { StdioPrelude } from '../transports/stdio-prelude.js';
-import { type CheckPolicy, type CheckReport, checkDefinition, oversize } from '../workflows/check.js';
+import {
+  type CheckPolicy,
+  type CheckReport,
+  checkDefinition,
+  describeViolation,
+  oversize,
+} from '../workflows/check.js';
 import { type DefinitionFormat, formatOf } from '../workflows/parse.js';
 import { PersonaRegistry } from '../workflows/personas.js';
 import { WorkflowRegistry } from '../workflows/registry.js';
@@ -70,12 +76,9 @@ steps:
         message: Report that the tests pass
 `;
 
+/** A finding as `workflow_validate_manifest` words it, indented, warnings marked. */
 function printViolation(v: Violation, prefix = ''): string {
-  const where = v.line !== undefined ? ` (line ${v.line}, column ${v.column ?? 0})` : '';
-  const detail = [v.expected ? `expected ${v.expected}` : '', v.actual ? `got ${v.actual}` : '']
-    .filter(Boolean)
-    .join(', ');
-  return `  ${prefix}${v.path || '(root)'}${where}: ${v.message} [${v.rule}]${detail ? ` (${detail})` : ''}`;
+  return `  ${prefix}${describeViolation(v)}`;
 }
 
 /** The policy the server applies (same engine kind, env allow-list and personas), for the CLI's checks. */

@@ -10,23 +10,30 @@ export const MAX_COMPARED = 64;
 /** Known names looked at per question. */
 export const MAX_CANDIDATES = 10_000;
 
-/** Levenshtein distance of `a` and `b`, or `limit + 1` once it is certain to exceed `limit`. */
+/**
+ * Edit distance of `a` and `b` (insertions, deletions, substitutions, and swaps of two neighbours:
+ * `titel` is one edit from `title`), or `limit + 1` once it is certain to exceed `limit`.
+ */
 export function boundedDistance(a: string, b: string, limit: number): number {
   if (Math.abs(a.length - b.length) > limit) return limit + 1;
+  let before: number[] = [];
   let row = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     const next = [i];
     let best = i;
     for (let j = 1; j <= b.length; j++) {
-      const value = Math.min(
+      let value = Math.min(
         (row[j] as number) + 1,
         (next[j - 1] as number) + 1,
         (row[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
       );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        value = Math.min(value, (before[j - 2] as number) + 1);
       next.push(value);
       if (value < best) best = value;
     }
     if (best > limit) return limit + 1;
+    before = row;
     row = next;
   }
   return row[b.length] as number;

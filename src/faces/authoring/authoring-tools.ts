@@ -3,7 +3,12 @@ import * as z from 'zod';
 import { fail } from '../../engine/errors.js';
 import type { ValidationEngine } from '../../engine/validation-engine.js';
 import { IdSchema, type Workflow } from '../../model/workflow.js';
-import { type CheckReport, checkDefinition, DEFINITION_LIMITS } from '../../workflows/check.js';
+import {
+  type CheckReport,
+  checkDefinition,
+  DEFINITION_LIMITS,
+  describeViolation,
+} from '../../workflows/check.js';
 import { detectFormat } from '../../workflows/manifest-check.js';
 import { type DefinitionFormat, formatOf } from '../../workflows/parse.js';
 import type { PersonaRegistry } from '../../workflows/personas.js';
@@ -134,10 +139,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           valid: r.valid,
           ...(r.workflow ? { workflow_id: r.workflow.id } : {}),
           format: r.format,
-          errors: r.errors.map(
-            (e) =>
-              `${e.path || '(root)'}${e.line !== undefined ? ` (${e.line}:${e.column ?? 0})` : ''}: ${e.message}`,
-          ),
+          errors: r.errors.map(describeViolation),
           warnings: r.warnings,
           violations: r.errors,
           next: r.valid
