@@ -62,7 +62,8 @@ const RPC_MEANINGS: Record<number, string> = {
   [RpcCode.InternalError]: 'Internal error (details in the server log, under `data.correlation_id`)',
   [RpcCode.ServerError]:
     'Unsupported protocol version (`data.supportedVersions`, `data.requestedVersion`); a command step that failed (`data.reason`)',
-  [RpcCode.WorkflowNotFound]: 'Workflow not found (`data.workflowId`)',
+  [RpcCode.WorkflowNotFound]:
+    'Workflow not found (`data.workflowId`; `data.did_you_mean`: the nearest ids, when an id is misspelled or cut short)',
   [RpcCode.InvalidWorkflow]:
     'Invalid workflow (`data.violations`, `data.file`); also a schema rule whose JSON Schema does not compile, and a submitted manifest that does not validate',
   [RpcCode.StepNotFound]:

@@ -84,8 +84,7 @@ export function authoringResources(
         await registry.ready();
         const id = decodeURIComponent(vars.workflowId ?? '');
         const entry = registry.get(id);
-        if (entry === undefined)
-          fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+        if (entry === undefined) return registry.missing(id);
         return (await registry.readSource(entry)).toString('utf8');
       },
     },

@@ -77,8 +77,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
     const own = registry.inSource(runtime.kind, id);
     if (own) return own;
     const other = registry.get(id);
-    if (other === undefined)
-      fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+    if (other === undefined) return registry.missing(id);
     fail({
       code: 'workflow_read_only',
       message: `workflow "${id}" comes from the ${other.source} source (${other.file}), which is read-only`,
