@@ -116,7 +116,7 @@ describe('workflow_get', () => {
       data: {
         workflowId: 'coding-task',
         did_you_mean: ['coding-task-workflow'],
-        message: 'Workflow not found: "coding-task"; did you mean "coding-task-workflow"?',
+        message: 'Workflow not found; did you mean "coding-task-workflow"?',
         suggested_action: expect.stringContaining('Did you mean "coding-task-workflow"?'),
         next: [
           { tool: 'workflow_get', arguments: { workflow_id: 'coding-task-workflow' } },

@@ -201,7 +201,7 @@ export class WorkflowRegistry {
     const near = nearestNames(id, this.view.byId.keys());
     fail({
       code: 'workflow_not_found',
-      message: `Workflow not found: "${id.length > 64 ? `${id.slice(0, 64)}…` : id}"${didYouMean(id, near)}`,
+      message: `Workflow not found${didYouMean(id, near)}`,
       workflowId: id,
       ...(near.length > 0 ? { didYouMean: near } : {}),
     });
