@@ -177,6 +177,13 @@ await page.goto(`${url}tasks`);
 await live();
 await page.screenshot({ path: join(docs, 'dashboard-runs.png') });
 
+// The same pages on a 390 px phone: lists read as cards, nothing wider than the screen.
+const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 1 });
+await phone.goto(url);
+await phone.screenshot({ path: join(docs, 'dashboard-phone-executions.png') });
+await phone.goto(`${url}executions/${main}`);
+await phone.screenshot({ path: join(docs, 'dashboard-phone-execution.png') });
+
 // The sign-in page of the dashboard under `serve --http` with authentication.
 const team = spawn(process.execPath, [cli, 'serve', '--http', '--port', '0'], {
   env: { ...env, WORKFLOWLOOKUP_AUTH: 'tokens', WORKFLOWLOOKUP_TOKENS_FILE: join(sandbox, 'tokens.json') },
@@ -241,5 +248,5 @@ dashboard.kill('SIGTERM');
 await client.close();
 rmSync(sandbox, { recursive: true, force: true });
 console.log(
-  'written: docs/dashboard-executions.png, docs/dashboard-execution.png, docs/dashboard-workflow.png, docs/dashboard-runs.png, docs/dashboard-sign-in.png, docs/app-view.png',
+  'written: docs/dashboard-executions.png, docs/dashboard-execution.png, docs/dashboard-workflow.png, docs/dashboard-runs.png, docs/dashboard-phone-executions.png, docs/dashboard-phone-execution.png, docs/dashboard-sign-in.png, docs/app-view.png',
 );

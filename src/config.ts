@@ -220,16 +220,14 @@ export function integerSetting(
 
 /** A TCP port number (0 lets the system choose), or a ConfigError naming where it came from. */
 export function parsePort(value: string, where: string): number {
-  if (value.trim() === '') {
-    throw new ConfigError(`${where} must be a port number 0-65535 (0 picks a free port), not ""`);
+  const text = value.trim();
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(port >= 0 && port <= 65535)) {
+    throw new ConfigError(
+      `${where} must be a port number 0-65535 (0 picks a free port), not ${JSON.stringify(value)}`,
+    );
   }
-  return integerSetting(value, where, {
-    min: 0,
-    max: 65535,
-    fallback: 0,
-    unit: 'port',
-    zero: 'any free port',
-  });
+  return port;
 }
 
 /**

@@ -115,11 +115,7 @@ describe('every boolean and number of the environment table is parsed strictly',
       /must be a whole number of requests per minute, at least 0 \(0: no limit\)/,
     ],
     ['WORKFLOWLOOKUP_HTTP_MAX_SESSIONS', '0', /must be a whole number of sessions, at least 1, not "0"/],
-    [
-      'WORKFLOWLOOKUP_HTTP_PORT',
-      '0x50',
-      /must be a whole number of port, 0-65535 \(0: any free port\), not "0x50"/,
-    ],
+    ['WORKFLOWLOOKUP_HTTP_PORT', '0x50', /must be a port number 0-65535 \(0 picks a free port\), not "0x50"/],
     ['WORKFLOWLOOKUP_DASHBOARD_PORT', '99999', /0-65535/],
   ];
 
