@@ -12,7 +12,7 @@ import { type Locator, NO_LOCATION, type Position } from './locate.js';
 import { type DefinitionFormat, parseDefinition } from './parse.js';
 import { regexCost } from './regex-cost.js';
 import { holdsForText, type Salvaged, salvage } from './salvage.js';
-import { templateUses, toPointer, validateDefinition } from './validate-definition.js';
+import { dedupe, templateUses, toPointer, validateDefinition } from './validate-definition.js';
 
 /**
  * How far a check goes. Each level includes the one before it:
@@ -163,6 +163,7 @@ export async function checkDefinition(
   }
   /** The model reported: only a definition that passed the load stage has one. */
   const loaded = result.ok ? result.workflow : undefined;
+  // A stand-in can repeat a finding the schema reported: each once.
   const stageOf = (found: Violation[]) => ({
     errors: dedupe(found),
     data,
@@ -186,17 +187,6 @@ export async function checkDefinition(
 
   // Stage 3 (authoring): warnings, once the definition is read as written (not a stand-in).
   return finish({ ...stageOf(all), warnings: lint(result.workflow, policy.knownAgents) });
-}
-
-/** The same finding found twice (a stand-in can repeat one the schema reported). */
-function dedupe(findings: Violation[]): Violation[] {
-  const seen = new Set<string>();
-  return findings.filter((f) => {
-    const key = `${f.path}|${f.rule}|${f.message}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
 }
 
 /** Rules whose findings quote the offending value in `actual`. */

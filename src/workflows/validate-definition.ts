@@ -176,7 +176,8 @@ function issueToViolation(issue: Issue, path: PropertyKey[], root: unknown): Vio
   }
 }
 
-function dedupe(violations: Violation[]): Violation[] {
+/** Each finding once (the same path, rule and message reported twice). */
+export function dedupe(violations: Violation[]): Violation[] {
   const seen = new Set<string>();
   return violations.filter((v) => {
     const key = `${v.path}|${v.rule}|${v.message}`;
