@@ -11,6 +11,7 @@ import {
 } from '../../runs/run-model.js';
 import type { RunResult } from '../../runs/run-service.js';
 import type { RunServices } from '../../runs/run-services.js';
+import { NextSchema, next } from '../next.js';
 import { ViolationSchema } from '../schemas.js';
 import { defineTool, type ToolContext, type ToolDefinition } from '../tool.js';
 
@@ -223,6 +224,7 @@ export function runTools(services: () => Promise<RunServices>): ToolDefinition[]
           })
           .describe('What was (or, for a dry run, would be) removed'),
         message: z.string(),
+        next: NextSchema,
       }),
       annotations: DESTRUCTIVE,
       handler: async ({ workflow_id, older_than, state, dry_run, confirm }, ctx) => {
@@ -231,12 +233,15 @@ export function runTools(services: () => Promise<RunServices>): ToolDefinition[]
         const planned = await runs.purge(filter, ctx.caller, true);
         const nothing = planned.executions === 0 && planned.tasks === 0;
         if (dry_run === true || nothing) {
+          // A dry run leads to the purge it counted (executions is its group: answers lead there).
+          const asked = Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined));
           return {
             dry_run: true,
             removed: planned,
             message: nothing
               ? 'Nothing matches; nothing was removed.'
               : `Would remove ${planned.executions} execution(s) and ${planned.tasks} task(s); call again without dry_run (and with confirm) to remove them.`,
+            next: nothing ? [] : [next('workflow_purge_history', { ...asked, confirm: true })],
           };
         }
         if (confirm !== true) {
@@ -259,6 +264,7 @@ export function runTools(services: () => Promise<RunServices>): ToolDefinition[]
           dry_run: false,
           removed,
           message: `Removed ${removed.executions} execution(s), ${removed.steps} step(s), ${removed.artifacts} artifact(s), ${removed.telemetry} telemetry event(s) and ${removed.tasks} task(s).`,
+          next: [],
         };
       },
     }),
