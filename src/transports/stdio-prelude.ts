@@ -107,8 +107,12 @@ export class StdioPrelude {
       }
       buffer = buffer.subarray(nl + 1);
     }
-    if (this.done) this.chunks.push(Buffer.from(buffer));
-    else this.pending = Buffer.from(buffer);
+    // `buffer` began with what was pending: handed over once, never again at the end of the replay
+    // (which made a long line that arrived in pieces end the next request's line on the server's side).
+    if (this.done) {
+      this.chunks.push(Buffer.from(buffer));
+      this.pending = Buffer.alloc(0);
+    } else this.pending = Buffer.from(buffer);
   };
 
   /** Answers one line if it is on the plain path; false hands it (and the rest) over. */
