@@ -16,7 +16,12 @@ import type { PromptDefinition } from '../faces/prompt.js';
 import type { ResourceDefinition } from '../faces/resource.js';
 import type { ToolContext, ToolDefinition } from '../faces/tool.js';
 import { canonicalArguments } from './aliases.js';
-import { declaresExtension, InputRequiredSignal, roundTripConfirm } from './client-requests.js';
+import {
+  confirmationFor,
+  declaresExtension,
+  InputRequiredSignal,
+  isModernEnvelope,
+} from './client-requests.js';
 import {
   domainToRpc,
   formatIssues,
@@ -25,6 +30,7 @@ import {
   toRpcError,
   toToolErrorResult,
 } from './error-mapping.js';
+import type { DirectCall, DirectHandler } from './rules.js';
 import { installTasks, type TaskDriver } from './tasks-protocol.js';
 import { toolResult } from './tool-result.js';
 import type { ToolSwitch } from './tool-switch.js';
@@ -216,32 +222,48 @@ function callerOf(ctx: ServerContext, parts: Pick<ServerParts, 'principal' | 'de
   };
 }
 
-/**
- * Elicitation, where the client declared it: pushed before 2026-07-28, a multi round-trip
- * `input_required` answer on 2026-07-28 (servers cannot send requests there).
- */
+/** What a tools/call handler is given: the caller, the connection's tool groups, and confirmation. */
 function toolContext(server: McpServer, ctx: ServerContext, parts: ServerParts): ToolContext {
-  const caller = callerOf(ctx, parts);
-  const tools = parts.tools;
-  const roundTrip = roundTripConfirm(ctx);
-  if (roundTrip) return { caller, tools, confirm: roundTrip };
-  const canElicit = server.server.getClientCapabilities()?.elicitation !== undefined;
-  if (!canElicit) return { caller, tools };
-  return {
-    caller,
-    tools,
-    confirm: async (message) => {
-      const answer = await ctx.mcpReq.elicitInput({
-        mode: 'form',
-        message,
-        requestedSchema: {
-          type: 'object',
-          properties: { confirm: { type: 'boolean', title: 'Confirm', description: message } },
-          required: ['confirm'],
-        },
-      });
-      return answer.action === 'accept' && answer.content?.confirm === true;
-    },
+  const confirm = confirmationFor(server, {
+    envelope: ctx.mcpReq.envelope,
+    inputResponses: ctx.mcpReq.inputResponses,
+    signal: ctx.mcpReq.signal,
+    id: ctx.mcpReq.id,
+  });
+  return { caller: callerOf(ctx, parts), tools: parts.tools, ...(confirm ? { confirm } : {}) };
+}
+
+/**
+ * Direct JSON-RPC tool methods (seed 001: `"method": "workflow_purge_history"`), given what tools/call
+ * gives a handler: the caller, the connection's tool groups, and the same confirmation path (through
+ * the connection's SDK server, once it exists). On 2026-07-28 a confirmation answers `input_required`,
+ * and the retried request's `inputResponses` are the protocol's, not the tool's arguments.
+ */
+export function directCalls(options: {
+  runner: ToolRunner;
+  tools?: ToolSwitch | undefined;
+  server: () => McpServer | undefined;
+  caller: (call: DirectCall) => Caller;
+}): DirectHandler {
+  const { runner, tools } = options;
+  return async (method, params, call) => {
+    const server = options.server();
+    const modern = isModernEnvelope(call.meta);
+    const { inputResponses, requestState: _state, ...args } = (params ?? {}) as Record<string, unknown>;
+    const confirm =
+      server &&
+      confirmationFor(server, { envelope: call.meta, inputResponses, signal: call.signal, id: call.id });
+    const ctx: ToolContext = {
+      caller: options.caller(call),
+      ...(tools ? { tools } : {}),
+      ...(confirm ? { confirm } : {}),
+    };
+    try {
+      return await runner.run(method, modern ? args : params, ctx);
+    } catch (error) {
+      if (error instanceof InputRequiredSignal) return { result: error.result };
+      throw error;
+    }
   };
 }
 

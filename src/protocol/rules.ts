@@ -53,6 +53,10 @@ export interface MessageChannel {
 
 /** What a request handled by the rules themselves (a direct tool call) is given. */
 export interface DirectCall {
+  /** The request's id, for requests the server sends the client about it (confirmation). */
+  id: Id;
+  /** The request's `_meta` (the 2026-07-28 envelope), kept apart from the tool's arguments. */
+  meta?: Json | undefined;
   signal: AbortSignal;
   /** What the transport knows of the request (the authenticated identity over HTTP). */
   extra?: MessageExtraInfo | undefined;
@@ -327,13 +331,19 @@ export class ProtocolRules implements Transport {
     }
 
     if (this.opts.directMethods.has(method)) {
-      const call: DirectCall = { signal: p.abort.signal, extra, detach: () => this.detach(id) };
+      // The envelope (`_meta`) is the protocol's, not the tool's arguments.
+      const { _meta: meta, ...args } = params ?? {};
+      const call: DirectCall = {
+        id,
+        meta: meta as Json | undefined,
+        signal: p.abort.signal,
+        extra,
+        detach: () => this.detach(id),
+      };
       const reply = (answer: Json) => {
         if (p.cancelled) this.settle(p);
         else void this.answer(p, answer);
       };
-      // The envelope (`_meta`) is the protocol's, not the tool's arguments.
-      const { _meta: _envelope, ...args } = params ?? {};
       this.opts.direct(method, args, call).then(
         (outcome) => reply({ jsonrpc: '2.0', id, ...outcome }),
         (error: unknown) => {

@@ -137,7 +137,7 @@ export class TaskDriver {
         const reason = `the server stopped while ${record.tool} was running (task ${record.task_id}); it cannot be resumed: call ${record.tool} again`;
         if (record.run_id !== null) {
           await services.runs.executions
-            .setState(record.run_id, 'failed', reason, { principal: record.principal })
+            .markFailed(record.run_id, reason, { principal: record.principal })
             .catch(() => undefined);
         }
         await services.tasks.finish(record.task_id, {

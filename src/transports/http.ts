@@ -25,6 +25,7 @@ import {
 import type { App } from '../app.js';
 import type { HttpSettings } from '../config.js';
 import { LOCAL_PRINCIPAL } from '../executions/execution-model.js';
+import { directCalls } from '../protocol/mcp-server.js';
 import { classify, ProtocolRules } from '../protocol/rules.js';
 import { hasScope, SCOPE_DESCRIPTIONS, SCOPES, scopeFor } from '../protocol/scopes.js';
 import type { ToolSwitch } from '../protocol/tool-switch.js';
@@ -172,11 +173,12 @@ export async function startHttp(
           channel: channelOf(transport),
           directMethods,
           aliases,
-          direct: (method, params, call) =>
-            app.runner.run(method, params, {
-              caller: { principal: principalOf(call.extra?.authInfo), signal: call.signal },
-              tools,
-            }),
+          direct: directCalls({
+            runner: app.runner,
+            tools,
+            server: () => server,
+            caller: (call) => ({ principal: principalOf(call.extra?.authInfo), signal: call.signal }),
+          }),
           ordered: false,
           requireInitialize: false,
           log,

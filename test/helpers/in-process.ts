@@ -1,21 +1,25 @@
-import { InMemoryTransport, type JSONRPCMessage } from '@modelcontextprotocol/server';
+import type { Client } from '@modelcontextprotocol/client';
+import {
+  InMemoryTransport,
+  type JSONRPCMessage,
+  type McpServer,
+  type Transport,
+} from '@modelcontextprotocol/server';
 import { createApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig, loadHttpSettings } from '../../src/config.js';
 import { localCaller } from '../../src/executions/execution-model.js';
+import { directCalls } from '../../src/protocol/mcp-server.js';
 import { ProtocolRules } from '../../src/protocol/rules.js';
 import { channelOf } from '../../src/protocol/transport-channel.js';
+import { startHttp } from '../../src/transports/http.js';
 import { toolAliases } from '../../src/transports/stdio.js';
 import type { Sandbox } from './server.js';
 import { validationWorkerUrl } from './validation-worker.js';
 
 type Json = Record<string, any>;
 
-/**
- * The composition root driven in-process: the same rules and SDK server the stdio entry builds, over
- * the SDK's in-memory transport, with raw JSON-RPC messages in and out (serialized both ways, as on a
- * wire). For the bulk of protocol cases, without spawning a process per test.
- */
-export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
+/** The app, its protocol rules and SDK server wired as the stdio entry wires them, over an in-memory pair. */
+async function wired(sb: Sandbox, env: Record<string, string>) {
   const app = createApp(loadConfig({ env: { ...sb.env, ...env }, cwd: sb.project }), {
     watch: false,
     log: () => undefined,
@@ -23,18 +27,84 @@ export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
   });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const tools = app.toolSwitch();
+  let server: McpServer | undefined;
   const rules = new ProtocolRules({
     channel: channelOf(serverSide),
     directMethods: new Set(app.runner.tools.map((t) => t.name)),
     aliases: toolAliases(app),
-    direct: (method, params, call) =>
-      app.runner.run(method, params, {
-        caller: { ...localCaller(), signal: call.signal, onNetworkWait: call.detach },
-        tools,
-      }),
+    direct: directCalls({
+      runner: app.runner,
+      tools,
+      server: () => server,
+      caller: (call) => ({ ...localCaller(), signal: call.signal, onNetworkWait: call.detach }),
+    }),
     ordered: true,
     requireInitialize: true,
   });
+  server = app.serverFactory({ detach: (id) => rules.detach(id), tools });
+  return {
+    app,
+    clientSide,
+    connect: () => (server as McpServer).connect(rules),
+    close: async () => {
+      await rules.close();
+      await app.close();
+    },
+  };
+}
+
+/**
+ * A real SDK client (configure its capabilities and handlers before) connected to the app in-process:
+ * the same rules and SDK server the stdio entry builds, every message serialized both ways as on a wire.
+ */
+export async function inProcessClient(sb: Sandbox, client: Client, env: Record<string, string> = {}) {
+  const { app, clientSide, connect, close } = await wired(sb, env);
+  const wire: Transport = {
+    start: () => clientSide.start(),
+    close: () => clientSide.close(),
+    send: (message) => clientSide.send(JSON.parse(JSON.stringify(message)) as JSONRPCMessage),
+  };
+  clientSide.onmessage = (message, extra) =>
+    wire.onmessage?.(JSON.parse(JSON.stringify(message)) as JSONRPCMessage, extra);
+  clientSide.onclose = () => wire.onclose?.();
+  clientSide.onerror = (error) => wire.onerror?.(error);
+  await connect();
+  await client.connect(wire);
+  return {
+    app,
+    async close() {
+      await client.close().catch(() => undefined);
+      await close();
+    },
+  };
+}
+
+/** The app serving Streamable HTTP (both eras) on an ephemeral port of 127.0.0.1, in this process. */
+export async function inProcessHttp(sb: Sandbox, env: Record<string, string> = {}) {
+  const config = loadConfig({ env: { ...sb.env, WORKFLOWLOOKUP_RATE_LIMIT: '0', ...env }, cwd: sb.project });
+  const app = createApp(config, {
+    watch: false,
+    log: () => undefined,
+    validationWorker: await validationWorkerUrl(),
+  });
+  const http = await startHttp(app, loadHttpSettings(config, { port: '0' }));
+  return {
+    app,
+    url: http.url,
+    async close() {
+      await http.close(0);
+      await app.close();
+    },
+  };
+}
+
+/**
+ * The composition root driven in-process: the same rules and SDK server the stdio entry builds, over
+ * the SDK's in-memory transport, with raw JSON-RPC messages in and out (serialized both ways, as on a
+ * wire). For the bulk of protocol cases, without spawning a process per test.
+ */
+export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
+  const { clientSide, connect, close } = await wired(sb, env);
   const answers: Json[] = [];
   const waiters: (() => void)[] = [];
   clientSide.onmessage = (message) => {
@@ -42,7 +112,7 @@ export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
     for (const w of waiters.splice(0)) w();
   };
   await clientSide.start();
-  await app.serverFactory({ detach: (id) => rules.detach(id), tools }).connect(rules);
+  await connect();
   return {
     answers,
     send(message: unknown) {
@@ -59,9 +129,6 @@ export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
       }
       return answers.slice(0, count);
     },
-    async close() {
-      await rules.close();
-      await app.close();
-    },
+    close,
   };
 }

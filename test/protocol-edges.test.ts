@@ -1,0 +1,375 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
+import { type Sandbox, sandbox } from './helpers/server.js';
+
+type Json = Record<string, any>;
+
+let sb: Sandbox;
+const closers: (() => Promise<unknown>)[] = [];
+
+const TWO_STEPS = [
+  'id: two-steps',
+  'name: Two steps',
+  'description: Two agent steps',
+  'version: 1.0.0',
+  'steps:',
+  '  - {id: first, title: First, prompt: Do the first thing.}',
+  '  - {id: second, title: Second, prompt: Do the second thing.}',
+  '',
+].join('\n');
+
+beforeAll(() => {
+  sb = sandbox();
+  writeFileSync(join(sb.runtime, 'two-steps.yaml'), TWO_STEPS);
+  writeFileSync(join(sb.runtime, 'doomed.yaml'), TWO_STEPS.replace('two-steps', 'doomed'));
+});
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close().catch(() => undefined);
+});
+afterAll(() => sb.cleanup());
+
+let dataDirs = 0;
+/** A data dir of its own: no test sees another's executions. */
+const freshData = () => ({ WORKFLOWLOOKUP_DATA_DIR: join(sb.root, `data-${dataDirs++}`) });
+
+type ElicitHandler = (params: Json) => Json | Promise<Json>;
+
+/** An SDK client in this process; `elicit` declares elicitation and answers every elicitation/create. */
+async function connect(
+  options: { elicit?: ElicitHandler; sample?: (params: Json) => Json; tools?: string } = {},
+) {
+  const capabilities: Json = {};
+  if (options.elicit) capabilities.elicitation = { form: {} };
+  if (options.sample) capabilities.sampling = {};
+  const client = new Client({ name: 'edges', version: '1.0.0' }, { capabilities });
+  const seen: Json[] = [];
+  const { elicit, sample } = options;
+  if (elicit) {
+    client.setRequestHandler('elicitation/create', async (request) => {
+      seen.push(request.params as Json);
+      return (await elicit(request.params as Json)) as never;
+    });
+  }
+  if (sample) {
+    client.setRequestHandler('sampling/createMessage', async (request) => {
+      seen.push(request.params as Json);
+      return sample(request.params as Json) as never;
+    });
+  }
+  const host = await inProcessClient(sb, client, {
+    WORKFLOWLOOKUP_TOOLS: options.tools ?? 'all',
+    ...freshData(),
+  });
+  closers.push(host.close);
+  const call = async (name: string, args: Json): Promise<Json> => {
+    const res = await client.callTool({ name, arguments: args });
+    return res.isError ? { error: (res.structuredContent as Json).error } : (res.structuredContent as Json);
+  };
+  /** A seed 001 direct method call: a plain result, or the JSON-RPC error. */
+  const direct = async (method: string, params: Json): Promise<Json> => {
+    try {
+      return await client.request({ method, params } as never, z.looseObject({}));
+    } catch (error) {
+      if (error instanceof ProtocolError) return { error: { code: error.code, data: error.data } };
+      throw error;
+    }
+  };
+  return { client, call, direct, seen };
+}
+
+/** An abandoned execution of two-steps, something workflow_purge_history can remove. */
+async function finishedExecution(call: (name: string, args: Json) => Promise<Json>): Promise<string> {
+  const started = await call('workflow_start', { workflow_id: 'two-steps' });
+  await call('workflow_set_state', { execution_id: started.execution_id, state: 'abandoned' });
+  return started.execution_id as string;
+}
+
+async function exists(call: (name: string, args: Json) => Promise<Json>, id: string): Promise<boolean> {
+  const res = await call('workflow_resume', { execution_id: id });
+  return res.error === undefined;
+}
+
+describe('confirmation: one path for every destructive tool, on every entry', () => {
+  const purge = { state: 'abandoned' };
+
+  it('a JSON-RPC error answering the elicitation is CONFIRMATION_REQUIRED, not an internal error', async () => {
+    const { call, seen } = await connect({
+      elicit: () => {
+        throw new Error('the user closed the dialog');
+      },
+    });
+    const id = await finishedExecution(call);
+    const refused = await call('workflow_purge_history', purge);
+    expect(seen).toHaveLength(1);
+    expect(refused.error).toMatchObject({
+      code: -32602,
+      data: {
+        error_code: 'CONFIRMATION_REQUIRED',
+        retryable: false,
+        message: expect.stringContaining('the client failed the confirmation request'),
+      },
+    });
+    expect(await exists(call, id)).toBe(true);
+  });
+
+  it('an accept with empty or malformed content is no confirmation', async () => {
+    for (const answer of [
+      { action: 'accept', content: {} },
+      { action: 'accept', content: { confirm: 'yes' } },
+      { action: 'accept' },
+    ]) {
+      const { call } = await connect({ elicit: () => answer });
+      const id = await finishedExecution(call);
+      const refused = await call('workflow_purge_history', purge);
+      expect(refused.error?.data?.error_code, JSON.stringify(answer)).toBe('CONFIRMATION_REQUIRED');
+      expect(refused.error.data.message).toMatch(/not confirmed/);
+      expect(await exists(call, id)).toBe(true);
+      for (const close of closers.splice(0)) await close();
+    }
+  });
+
+  it('a direct JSON-RPC method asks by elicitation when the client declared it, as tools/call does', async () => {
+    let answer: Json = { action: 'decline' };
+    const { call, direct, seen } = await connect({ elicit: () => answer });
+    const id = await finishedExecution(call);
+    const declined = await direct('workflow_purge_history', purge);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.message).toMatch(/Permanently remove 1 finished execution/);
+    expect(declined.error).toMatchObject({
+      code: -32602,
+      data: { error_code: 'CONFIRMATION_REQUIRED', message: expect.stringContaining('the user declined') },
+    });
+    expect(await exists(call, id)).toBe(true);
+    answer = { action: 'accept', content: { confirm: true } };
+    const removed = await direct('workflow_purge_history', purge);
+    expect(seen).toHaveLength(2);
+    expect(removed).toMatchObject({ dry_run: false, removed: { executions: 1 } });
+    expect(await exists(call, id)).toBe(false);
+    // The same for every destructive tool called directly: deleting a workflow asks too.
+    answer = { action: 'decline' };
+    const kept = await direct('workflow_delete', { workflow_id: 'doomed' });
+    expect(kept.error?.data?.error_code).toBe('CONFIRMATION_REQUIRED');
+    expect(seen.at(-1)?.message).toMatch(/Delete workflow "doomed"/);
+  });
+
+  it('without elicitation, a destructive call needs confirm: true, on both entries', async () => {
+    const { call, direct } = await connect();
+    await finishedExecution(call);
+    for (const refused of [
+      await call('workflow_purge_history', purge),
+      await direct('workflow_purge_history', purge),
+    ]) {
+      expect(refused.error).toMatchObject({
+        code: -32602,
+        data: {
+          error_code: 'CONFIRMATION_REQUIRED',
+          message: expect.stringContaining('needs confirm: true'),
+        },
+      });
+    }
+    expect(await direct('workflow_purge_history', { ...purge, confirm: true })).toMatchObject({
+      removed: { executions: 1 },
+    });
+  });
+
+  it('over HTTP too: a direct method in a 2025-11-25 session asks the client', async () => {
+    const server = await inProcessHttp(sb, { WORKFLOWLOOKUP_TOOLS: 'all', ...freshData() });
+    closers.push(server.close);
+    const client = new Client(
+      { name: 'edges-http', version: '1.0.0' },
+      { capabilities: { elicitation: {} } },
+    );
+    const asked: string[] = [];
+    client.setRequestHandler('elicitation/create', async (request) => {
+      asked.push((request.params as Json).message);
+      return { action: 'accept', content: { confirm: true } };
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+    closers.push(() => client.close());
+    const started = await client.request(
+      { method: 'workflow_start', params: { workflow_id: 'two-steps' } } as never,
+      z.looseObject({}),
+    );
+    await client.request(
+      {
+        method: 'workflow_set_state',
+        params: { execution_id: started.execution_id, state: 'abandoned' },
+      } as never,
+      z.looseObject({}),
+    );
+    const removed = await client.request(
+      { method: 'workflow_purge_history', params: { state: 'abandoned' } } as never,
+      z.looseObject({}),
+    );
+    // A bare `elicitation: {}` (form support before modes existed) is asked as well.
+    expect(asked).toHaveLength(1);
+    expect(removed).toMatchObject({ removed: { executions: 1 } });
+  });
+
+  it('on 2026-07-28 a direct method answers input_required, and the retry with the answer is served', async () => {
+    const server = await inProcessHttp(sb, { WORKFLOWLOOKUP_TOOLS: 'all', ...freshData() });
+    closers.push(server.close);
+    const envelope = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+      'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1.0.0' },
+    };
+    const post = async (method: string, params: Json) => {
+      const res = await fetch(server.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': method,
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: envelope } }),
+      });
+      const text = await res.text();
+      const data = text.startsWith('{') ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? text);
+      return JSON.parse(data) as Json;
+    };
+    const started = (await post('workflow_start', { workflow_id: 'two-steps' })).result;
+    await post('workflow_set_state', { execution_id: started.execution_id, state: 'abandoned' });
+    const asked = await post('workflow_purge_history', { state: 'abandoned' });
+    expect(asked.result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { confirm: { method: 'elicitation/create' } },
+    });
+    const declined = await post('workflow_purge_history', {
+      state: 'abandoned',
+      inputResponses: { confirm: { action: 'accept', content: {} } },
+    });
+    expect(declined.error?.data?.error_code).toBe('CONFIRMATION_REQUIRED');
+    const removed = await post('workflow_purge_history', {
+      state: 'abandoned',
+      inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+    });
+    expect(removed.result).toMatchObject({ removed: { executions: 1 } });
+  });
+});
+
+describe('workflow_set_state: an agent cannot declare its run finished', () => {
+  it('refuses completed and failed with why, and the execution keeps running', async () => {
+    const { client, call } = await connect();
+    const started = await call('workflow_start', { workflow_id: 'two-steps' });
+    const id = started.execution_id as string;
+    for (const state of ['completed', 'failed']) {
+      const refused = await call('workflow_set_state', { execution_id: id, state });
+      expect(refused.error, state).toMatchObject({ code: -32602, data: { error_code: 'INVALID_PARAMS' } });
+      expect(refused.error.data.message).toContain("is the server's to set");
+    }
+    const status = await client.readResource({ uri: `workflowlookup://workflow/workflow_status/${id}` });
+    expect(JSON.parse((status.contents[0] as { text: string }).text)).toMatchObject({
+      state: 'running',
+      current_step: 'first',
+    });
+    // Pause, resume and abandon stay the agent's; what it may set next never includes completed.
+    const paused = await call('workflow_set_state', { execution_id: id, state: 'paused' });
+    expect(paused).toMatchObject({ workflow_state: 'paused', allowed_next: ['running', 'abandoned'] });
+    const running = await call('workflow_set_state', { execution_id: id, state: 'running' });
+    expect(running.allowed_next).toEqual(['paused', 'abandoned', 'diverged']);
+    expect(await call('workflow_set_state', { execution_id: id, state: 'abandoned' })).toMatchObject({
+      workflow_state: 'abandoned',
+      allowed_next: [],
+    });
+    // The published schema offers only what an agent may set.
+    const listed = (await client.listTools()).tools.find((t) => t.name === 'workflow_set_state');
+    expect((listed?.inputSchema.properties as Json).state.enum).toEqual([
+      'running',
+      'paused',
+      'abandoned',
+      'diverged',
+    ]);
+  });
+
+  it('only the last step accepted completes an execution', async () => {
+    const { call } = await connect();
+    const started = await call('workflow_start', { workflow_id: 'two-steps' });
+    const submit = (answer: Json) => answer.next.find((n: Json) => n.tool === 'workflow_next_step').arguments;
+    const first = await call('workflow_next_step', {
+      ...submit(started),
+      output: { summary: 'did the first thing' },
+    });
+    expect(first.workflow_state).toBe('running');
+    const done = await call('workflow_next_step', {
+      ...submit(first),
+      output: { summary: 'did the second thing' },
+    });
+    expect(done.workflow_state).toBe('completed');
+  });
+});
+
+describe('tool annotations tell what each tool can do', () => {
+  it('the whole table: read-only, destructive, idempotent, open world', async () => {
+    const { client } = await connect();
+    const { tools } = await client.listTools();
+    const table = Object.fromEntries(
+      tools.map((t) => {
+        const a = t.annotations ?? {};
+        const flags = [
+          a.readOnlyHint && 'read-only',
+          a.destructiveHint && 'destructive',
+          a.idempotentHint && 'idempotent',
+          a.openWorldHint && 'open-world',
+        ];
+        return [t.name, flags.filter(Boolean).join(' ')];
+      }),
+    );
+    const readOnly = 'read-only idempotent';
+    // Command steps call whatever operations of the imported APIs a workflow names: destructive, open.
+    const drivesCommands = 'destructive open-world';
+    expect(table).toEqual({
+      workflow_list: readOnly,
+      workflow_get: readOnly,
+      workflow_next: readOnly,
+      workflow_validate: readOnly,
+      workflow_start: drivesCommands,
+      workflow_next_step: `destructive idempotent open-world`,
+      workflow_set_state: 'destructive idempotent',
+      workflow_resume: 'destructive idempotent open-world',
+      workflow_executions: readOnly,
+      workflow_validate_manifest: readOnly,
+      // overwrite (or expected_version) replaces a workflow's content
+      workflow_save: 'destructive idempotent',
+      // never over another workflow, and renaming back restores it
+      workflow_rename: 'idempotent',
+      workflow_delete: 'destructive idempotent',
+      workflow_preview_inputs: readOnly,
+      workflow_resolve_inputs: `${readOnly} open-world`,
+      workflow_preview_rendered: readOnly,
+      workflow_step_plan: readOnly,
+      catalog_validate_openapi: `${readOnly} open-world`,
+      catalog_preview_import: `${readOnly} open-world`,
+      // overwrite replaces a catalog
+      catalog_import_openapi: 'destructive idempotent open-world',
+      catalog_set_enabled: 'idempotent',
+      catalog_remove: 'destructive idempotent',
+      command_list: readOnly,
+      provider_list: readOnly,
+      // enable changes this session's tools/list: not read-only, nothing lost
+      workflow_tools: 'idempotent',
+      workflow_run: drivesCommands,
+      workflow_cancel: 'destructive idempotent',
+      workflow_purge_history: 'destructive',
+      // overwrite replaces a workflow, and the run drives command steps
+      workflow_author_and_run: drivesCommands,
+      workflow_execute: drivesCommands,
+      // replaces the workflow it repairs, then reruns it
+      workflow_repair_and_rerun: drivesCommands,
+    });
+    // workflow_tools does change what a session lists, as its annotation now says.
+    const session = await connect({ tools: 'core' });
+    const before = (await session.client.listTools()).tools.length;
+    const listed = new Promise<void>((resolve) =>
+      session.client.setNotificationHandler('notifications/tools/list_changed', () => resolve()),
+    );
+    await session.call('workflow_tools', { enable: ['tasks'] });
+    await listed;
+    expect((await session.client.listTools()).tools.length).toBeGreaterThan(before);
+  });
+});
