@@ -1,6 +1,11 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import {
+  Client,
+  ProtocolError,
+  StreamableHTTPClientTransport,
+  specTypeSchemas,
+} from '@modelcontextprotocol/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
@@ -22,10 +27,16 @@ const TWO_STEPS = [
   '',
 ].join('\n');
 
+/** A workflow of someone's that no repair of another workflow may touch. */
+const PRECIOUS = TWO_STEPS.replace('id: two-steps', 'id: precious').replace('Two steps', 'Precious');
+/** A manifest that does not validate (its version), to be repaired. */
+const BROKEN = TWO_STEPS.replace('id: two-steps', 'id: broken-thing').replace('1.0.0', 'one');
+
 beforeAll(() => {
   sb = sandbox();
   writeFileSync(join(sb.runtime, 'two-steps.yaml'), TWO_STEPS);
   writeFileSync(join(sb.runtime, 'doomed.yaml'), TWO_STEPS.replace('two-steps', 'doomed'));
+  writeFileSync(join(sb.runtime, 'precious.yaml'), PRECIOUS);
 });
 afterEach(async () => {
   for (const close of closers.splice(0)) await close().catch(() => undefined);
@@ -80,6 +91,32 @@ async function connect(
   };
   return { client, call, direct, seen };
 }
+
+/** Starts a task-only tool as an MCP task and waits for its result. */
+async function runTask(client: Client, name: string, args: Json) {
+  const created = await client.request(
+    { method: 'tools/call', params: { name, arguments: args, task: { ttl: 600_000 } } },
+    specTypeSchemas.CreateTaskResult,
+  );
+  return runTaskResult(client, created.task.taskId);
+}
+
+async function runTaskResult(client: Client, taskId: string) {
+  return client.request({ method: 'tasks/result', params: { taskId } }, specTypeSchemas.CallToolResult, {
+    timeout: 60_000,
+  });
+}
+
+/** A sampling reply (the model's text). */
+const reply = (text: string) => ({
+  role: 'assistant',
+  content: { type: 'text', text },
+  model: 'canned-model',
+  stopReason: 'endTurn',
+});
+
+/** Agent steps of a rerun are answered through elicitation. */
+const answerSteps: ElicitHandler = () => ({ action: 'accept', content: { summary: 'done as asked' } });
 
 /** An abandoned execution of two-steps, something workflow_purge_history can remove. */
 async function finishedExecution(call: (name: string, args: Json) => Promise<Json>): Promise<string> {
@@ -371,5 +408,115 @@ describe('tool annotations tell what each tool can do', () => {
     await session.call('workflow_tools', { enable: ['tasks'] });
     await listed;
     expect((await session.client.listTools()).tools.length).toBeGreaterThan(before);
+  });
+});
+
+describe('workflow_repair_and_rerun repairs only the workflow it was asked to', () => {
+  it('refuses a reply with another id (asking again), and writes nothing', async () => {
+    const replies = [PRECIOUS, PRECIOUS.replace('id: precious', 'id: yet-another')];
+    const { client, seen } = await connect({
+      sample: () => reply(replies.shift() ?? 'nothing'),
+      elicit: answerSteps,
+    });
+    const result = await runTask(client, 'workflow_repair_and_rerun', { manifest: BROKEN, max_repairs: 2 });
+    expect(result.isError).toBe(true);
+    const error = (result.structuredContent as Json).error;
+    expect(error.data).toMatchObject({
+      error_code: 'WORKFLOW_VALIDATION_FAILED',
+      message: expect.stringContaining('nothing was saved'),
+    });
+    expect(error.data.violations).toEqual([
+      expect.objectContaining({
+        path: '/id',
+        rule: 'required_id',
+        expected: 'broken-thing',
+        actual: 'yet-another',
+      }),
+    ]);
+    // The first reply went back to the model with why it was refused.
+    expect(
+      seen
+        .filter((p) => p.messages)
+        .map((p) => p.messages[0].content.text)
+        .join('\n'),
+    ).toContain('id must be "broken-thing"');
+    expect(readFileSync(join(sb.runtime, 'precious.yaml'), 'utf8')).toBe(PRECIOUS);
+    expect(existsSync(join(sb.runtime, 'yet-another.yaml'))).toBe(false);
+    expect(existsSync(join(sb.runtime, 'broken-thing.yaml'))).toBe(false);
+  });
+
+  it('saves the repair over the workflow it repaired only, at the version it read', async () => {
+    writeFileSync(join(sb.runtime, 'half-done.yaml'), BROKEN.replace('broken-thing', 'half-done'));
+    const fixed = TWO_STEPS.replace('two-steps', 'half-done');
+    const replies = [PRECIOUS, fixed];
+    const { client } = await connect({
+      sample: () => reply(replies.shift() ?? 'nothing'),
+      elicit: answerSteps,
+    });
+    const result = await runTask(client, 'workflow_repair_and_rerun', { workflow_id: 'half-done' });
+    expect(result.isError, JSON.stringify(result.structuredContent)).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({
+      workflow_id: 'half-done',
+      created: false,
+      repairs: 2,
+      run: { state: 'succeeded' },
+    });
+    expect(readFileSync(join(sb.runtime, 'half-done.yaml'), 'utf8')).toBe(fixed.trim());
+    expect(readFileSync(join(sb.runtime, 'precious.yaml'), 'utf8')).toBe(PRECIOUS);
+  });
+
+  it('a repaired manifest replaces an existing workflow of its id only with overwrite', async () => {
+    const edited = PRECIOUS.replace('Precious', 'Precious, edited');
+    const { client, seen } = await connect({ sample: () => reply('unused'), elicit: answerSteps });
+    const refused = await client
+      .request(
+        {
+          method: 'tools/call',
+          params: {
+            name: 'workflow_repair_and_rerun',
+            arguments: { manifest: edited },
+            task: { ttl: 60_000 },
+          },
+        },
+        specTypeSchemas.CreateTaskResult,
+      )
+      .then((created) => runTaskResult(client, created.task.taskId));
+    expect((refused.structuredContent as Json).error.data).toMatchObject({
+      error_code: 'WORKFLOW_CONFLICT',
+      message: expect.stringContaining('pass overwrite: true'),
+    });
+    expect(seen).toEqual([]);
+    expect(readFileSync(join(sb.runtime, 'precious.yaml'), 'utf8')).toBe(PRECIOUS);
+    const replaced = await runTask(client, 'workflow_repair_and_rerun', {
+      manifest: edited,
+      overwrite: true,
+    });
+    expect(replaced.structuredContent).toMatchObject({ workflow_id: 'precious', created: false });
+    expect(readFileSync(join(sb.runtime, 'precious.yaml'), 'utf8')).toBe(edited);
+    writeFileSync(join(sb.runtime, 'precious.yaml'), PRECIOUS);
+  });
+});
+
+describe('a sampling request the client refuses is reported as such', () => {
+  it("names the refusal and the client's error, not a missing capability", async () => {
+    const { client } = await connect({
+      sample: () => {
+        throw new Error('the user rejected the sampling request');
+      },
+      elicit: answerSteps,
+    });
+    const result = await runTask(client, 'workflow_repair_and_rerun', { manifest: BROKEN });
+    expect(result.isError).toBe(true);
+    const error = (result.structuredContent as Json).error;
+    expect(error.code).toBe(-32000);
+    expect(error.data).toMatchObject({
+      error_code: 'CLIENT_REQUEST_FAILED',
+      message: expect.stringContaining('refused or failed the sampling request'),
+      method: 'sampling/createMessage',
+      details: expect.stringContaining('the user rejected the sampling request'),
+      retryable: true,
+    });
+    expect(JSON.stringify(error)).not.toContain('CLIENT_CAPABILITY_REQUIRED');
+    expect(error.data.missing).toBeUndefined();
   });
 });

@@ -337,7 +337,7 @@ export function orchestrationTools(services: () => Promise<RunServices>): ToolDe
       name: 'workflow_repair_and_rerun',
       aliases: ['workflow.repair_and_rerun'],
       title: 'Repair a failed workflow and rerun it',
-      description: `Validates a failed run (run_id), a workflow (its last failed run) or a manifest, repairs it by sampling until it validates, saves it and runs it again with the same inputs. Needs sampling.${TASK_ONLY}`,
+      description: `Validates a failed run (run_id), a workflow (its last failed run) or a manifest, repairs it by sampling until it validates, saves it and runs it again with the same inputs. The repair keeps the workflow's id and replaces only that workflow: at the version it read (run_id, workflow_id), or with overwrite (a manifest whose id exists). Needs sampling.${TASK_ONLY}`,
       inputSchema: z
         .strictObject({
           run_id: RunIdSchema.optional(),
@@ -351,6 +351,12 @@ export function orchestrationTools(services: () => Promise<RunServices>): ToolDe
             .max(5)
             .optional()
             .describe('Sampled repairs at most (default 3)'),
+          overwrite: z
+            .boolean()
+            .optional()
+            .describe(
+              "Replace the runtime workflow with the manifest's id (a run or workflow_id needs none)",
+            ),
         })
         .refine((v) => [v.run_id, v.workflow_id, v.manifest].filter((x) => x !== undefined).length === 1, {
           message: 'give exactly one of run_id, workflow_id or manifest',
