@@ -520,3 +520,52 @@ describe('a sampling request the client refuses is reported as such', () => {
     expect(error.data.missing).toBeUndefined();
   });
 });
+
+describe('small edges', () => {
+  it('workflow_fix_validation says a valid workflow passes, and a broken one does not', async () => {
+    const { client } = await connect();
+    const text = async (args: Json) =>
+      JSON.stringify((await client.getPrompt({ name: 'workflow_fix_validation', arguments: args })).messages);
+    const valid = await text({ workflow_id: 'two-steps' });
+    expect(valid).not.toContain('does not pass validation');
+    expect(valid).toContain('passes validation: there is nothing to fix');
+    expect(valid).not.toContain('Return the corrected manifest');
+    const broken = await text({ content: BROKEN });
+    expect(broken).toContain('does not pass validation');
+    expect(broken).toContain('/version');
+    expect(broken).toContain('Return the corrected manifest');
+  });
+
+  it('an unknown input is left out of the next call, never a value to fill', async () => {
+    writeFileSync(
+      join(sb.runtime, 'takes-input.yaml'),
+      TWO_STEPS.replace('id: two-steps', 'id: takes-input').replace(
+        'steps:',
+        'inputs:\n  who: {type: string, description: Who asks, required: true}\nsteps:',
+      ),
+    );
+    const { call } = await connect();
+    const resolved = await call('workflow_resolve_inputs', {
+      workflow_id: 'takes-input',
+      inputs: { who: 'me', bogus: 1 },
+    });
+    expect(resolved.ready).toBe(false);
+    expect(resolved.inputs).toContainEqual(expect.objectContaining({ name: 'bogus', status: 'undeclared' }));
+    const [nextCall] = resolved.next;
+    expect(nextCall).toEqual({
+      tool: 'workflow_resolve_inputs',
+      arguments: { workflow_id: 'takes-input', inputs: { who: 'me' } },
+    });
+    // Sent as is, it is ready and names the start.
+    const again = await call(nextCall.tool, nextCall.arguments);
+    expect(again.ready).toBe(true);
+    expect(again.next[0].tool).toBe('workflow_start');
+    // workflow_start refuses the unknown input the same way: its fix leaves it out too.
+    const refused = await call('workflow_start', {
+      workflow_id: 'takes-input',
+      inputs: { who: 'me', bogus: 1 },
+    });
+    expect(refused.error.data.error_code).toBe('INPUTS_NOT_READY');
+    expect(JSON.stringify(refused.error.data.next)).not.toContain('bogus');
+  });
+});
