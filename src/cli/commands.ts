@@ -62,6 +62,10 @@ export const COMMAND_SPECS = {
         value: 'LIST',
         help: `tool groups to list: ${PROFILES.join(', ')} or all (env WORKFLOWLOOKUP_TOOLS)`,
       },
+      'conformance-fixtures': {
+        type: 'boolean',
+        help: "with --http: also serve the MCP conformance suite's reference tools, prompts and resources (for `npm run conformance` only)",
+      },
       ...SOURCE_OPTIONS,
     },
   },

@@ -2,6 +2,7 @@ import type * as z from 'zod';
 import { fail } from '../engine/errors.js';
 import type { Caller } from '../executions/execution-model.js';
 import type { ClientAbilities, TaskHandle } from '../runs/run-model.js';
+import type { TaskInputRequest } from '../store/execution-store.js';
 
 export interface ToolAnnotations {
   readOnlyHint: boolean;
@@ -69,6 +70,13 @@ export interface TaskAdmission {
   caller: Caller;
   /** What the requesting client declared it can answer (sampling, elicitation). */
   can: ClientAbilities;
+  /** 2026-07-28: the answers a retried call carries to the requests of an earlier round. */
+  inputResponses?: Record<string, unknown> | undefined;
+  /**
+   * 2026-07-28: ends this round of the call with `input_required` (these requests), before any task
+   * exists; the client retries the call with the answers (multi round-trip, SEP-2322).
+   */
+  requireInput?: ((requests: Record<string, TaskInputRequest>) => never) | undefined;
 }
 
 export interface Admitted {
@@ -77,6 +85,8 @@ export interface Admitted {
   workflow_id?: string;
   /** The first status message. */
   summary?: string;
+  /** Arguments the task runs with instead of the call's (what the admission gathered). */
+  arguments?: Record<string, unknown>;
 }
 
 /** How a tool takes part in MCP tasks (`execution.taskSupport` in tools/list). */

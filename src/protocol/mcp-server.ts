@@ -330,6 +330,8 @@ export interface ServerParts {
   /** Workflow ids starting with a prefix, for prompt argument completion. */
   workflowIds: (prefix: string) => Promise<string[]>;
   version: string;
+  /** Registers the conformance suite's fixtures (`--conformance-fixtures`); returns the tools it listed. */
+  fixtures?: ((server: McpServer) => string[]) | undefined;
 }
 
 /**
@@ -378,7 +380,8 @@ export function createMcpServer(parts: ServerParts): McpServer {
         tools: { listChanged: true },
         // resources/subscribe is a 2025-era request; 2026-07-28 clients listen through subscriptions/listen.
         resources: { listChanged: true, ...(parts.era !== 'modern' ? { subscribe: true } : {}) },
-        prompts: { listChanged: false },
+        // Our prompts never change; the conformance fixtures announce prompt list changes.
+        prompts: { listChanged: parts.fixtures !== undefined },
         logging: {},
       },
       instructions: instructionsFor(parts.tools),
@@ -448,6 +451,7 @@ export function createMcpServer(parts: ServerParts): McpServer {
     );
     if (tool.task) registered.execution = { taskSupport: tool.task.support };
   }
+  const fixtureTools = new Set(parts.fixtures?.(server) ?? []);
   const driver = parts.tasks;
   if (driver) {
     installTasks(server, {
@@ -456,7 +460,7 @@ export function createMcpServer(parts: ServerParts): McpServer {
       detach: parts.detach,
     });
   }
-  listOnly(server, parts.tools);
+  listOnly(server, parts.tools, fixtureTools);
   return server;
 }
 
@@ -475,15 +479,15 @@ function withoutAppLinks<T extends { _meta?: Record<string, unknown> }>(tool: T)
   return (Object.keys(rest).length > 0 ? { ...plain, _meta: rest } : plain) as T;
 }
 
-/** tools/list shows the connection's listed groups; every registered tool stays callable. */
-function listOnly(server: McpServer, tools: ToolSwitch): void {
+/** tools/list shows the connection's listed groups (and fixtures); every registered tool stays callable. */
+function listOnly(server: McpServer, tools: ToolSwitch, fixtures: ReadonlySet<string>): void {
   const sdkList = (
     server.server as unknown as { _getRequestHandler(m: string): ListHandler | undefined }
   )._getRequestHandler('tools/list');
   if (sdkList === undefined) return;
   server.server.setRequestHandler('tools/list', async (request, ctx) => {
     const listed = await sdkList(request, ctx);
-    const shown = listed.tools.filter((t) => tools.listed(t.name));
+    const shown = listed.tools.filter((t) => tools.listed(t.name) || fixtures.has(t.name));
     // The MCP Apps links are for hosts that render views: other clients would only pay for the bytes.
     const apps = declaresExtension(server, ctx as ServerContext, APPS_EXTENSION);
     return { ...listed, tools: apps ? shown : shown.map(withoutAppLinks) } as never;

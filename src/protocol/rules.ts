@@ -74,6 +74,8 @@ export interface RulesOptions {
   channel: MessageChannel;
   /** Tool names callable as plain JSON-RPC methods (seed 001 style). */
   directMethods: ReadonlySet<string>;
+  /** Tool names tools/call may name (default: the direct methods); others are answered as unknown. */
+  tools?: ReadonlySet<string> | undefined;
   /** Alternative tool names (e.g. `workflow.start`) accepted on tools/call and as direct methods. */
   aliases?: Readonly<Record<string, string>>;
   direct: DirectHandler;
@@ -359,7 +361,7 @@ export class ProtocolRules implements Transport {
   /** A tools/call naming no tool, answered with the closest names instead of the SDK's bare error. */
   private unknownTool(method: string, params: Json | undefined): RpcError | undefined {
     if (method !== 'tools/call' || typeof params?.name !== 'string') return undefined;
-    if (this.opts.directMethods.has(params.name)) return undefined;
+    if ((this.opts.tools ?? this.opts.directMethods).has(params.name)) return undefined;
     const hint = this.canonical(
       closest(params.name, [...this.opts.directMethods, ...Object.keys(this.opts.aliases ?? {})]),
     );

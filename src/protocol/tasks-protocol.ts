@@ -1,4 +1,5 @@
 import {
+  inputRequired,
   type McpServer,
   ProtocolError,
   ProtocolErrorCode,
@@ -14,10 +15,17 @@ import type { RunServices } from '../runs/run-services.js';
 import { isTerminalTask, type TaskEnd, type TaskService } from '../runs/task-service.js';
 import type { TaskRecord } from '../store/execution-store.js';
 import { canonicalArguments } from './aliases.js';
-import { clientAbilities, declaresTasks, isModern, TASKS_EXTENSION } from './client-requests.js';
+import {
+  clientAbilities,
+  declaresTasks,
+  InputRequiredSignal,
+  isModern,
+  TASKS_EXTENSION,
+} from './client-requests.js';
 import {
   formatIssues,
   newCorrelationId,
+  RpcCode,
   type RpcError,
   type StructuredErrorData,
   toRpcError,
@@ -101,10 +109,14 @@ export class TaskDriver {
         const outcome = await this.deps.runner.run(tool.name, record.arguments, { caller, task: handle });
         if ('error' in outcome) {
           const data = outcome.error.data as Partial<StructuredErrorData> | undefined;
+          // A failure inside the server is the task's protocol-level error (status failed, SEP-2663);
+          // an error the tool reports is its result (status completed, isError).
           end =
             data?.error_code === 'TASK_CANCELLED'
               ? { cancelled: data.message ?? 'cancelled' }
-              : { result: toToolErrorResult(outcome.error), isError: true };
+              : outcome.error.code === RpcCode.InternalError
+                ? { error: { ...outcome.error } }
+                : { result: toToolErrorResult(outcome.error), isError: true };
         } else {
           const structured = outcome.result as Record<string, unknown>;
           end = { result: toolResult(tool, structured), isError: false };
@@ -225,6 +237,7 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
     try {
       return await fn();
     } catch (error) {
+      if (error instanceof InputRequiredSignal) throw error;
       return fail(error, modern);
     }
   };
@@ -371,10 +384,28 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
       }
       const principal = principalOf(ctx);
       const can = clientAbilities(server, ctx);
-      const admitted: Admitted = await guarded(
-        async () => (await tool.task?.admit?.(parsed.data, { caller: { principal }, can })) ?? {},
-        modern,
-      );
+      let admitted: Admitted;
+      try {
+        admitted = await guarded(
+          async () =>
+            (await tool.task?.admit?.(parsed.data, {
+              caller: { principal },
+              can,
+              ...(modern
+                ? {
+                    inputResponses: ctx.mcpReq.inputResponses,
+                    requireInput: (requests) => {
+                      throw new InputRequiredSignal(inputRequired({ inputRequests: requests as never }));
+                    },
+                  }
+                : {}),
+            })) ?? {},
+          modern,
+        );
+      } catch (error) {
+        if (error instanceof InputRequiredSignal) return error.result as never;
+        throw error;
+      }
       const services = await guarded(() => driver.services());
       const progressToken = ctx.mcpReq._meta?.progressToken;
       const snapshot: RunSnapshot = {
@@ -389,7 +420,7 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
         services.tasks.create({
           principal,
           tool: tool.name,
-          arguments: params.arguments ?? {},
+          arguments: admitted.arguments ?? params.arguments ?? {},
           run_id: admitted.run_id,
           workflow_id: admitted.workflow_id,
           ttl_ms: modern ? undefined : params.task?.ttl,

@@ -172,6 +172,7 @@ export async function startHttp(
         new ProtocolRules({
           channel: channelOf(transport),
           directMethods,
+          tools: app.toolNames,
           aliases,
           direct: directCalls({
             runner: app.runner,
@@ -270,6 +271,9 @@ export async function startHttp(
 
   // Definitions changed: tell 2026 listeners through the handler, 2025 sessions on their streams.
   const offChanged = app.onResourcesChanged(() => modern.notify.resourcesChanged());
+  const offLists = app.onListChanged((kind) =>
+    kind === 'tools' ? modern.notify.toolsChanged() : modern.notify.promptsChanged(),
+  );
 
   const authenticate = async (req: Req, res: ServerResponse): Promise<string | undefined> => {
     if (authenticator === undefined) return LOCAL_PRINCIPAL;
@@ -449,6 +453,7 @@ export async function startHttp(
       closing = true;
       clearInterval(sweep);
       offChanged();
+      offLists();
       // Mounts first: their live streams never end by themselves.
       await Promise.allSettled(Object.values(options.mounts ?? {}).map(async (m) => m.close?.()));
       const stopped = new Promise<void>((resolve) => http.close(() => resolve()));

@@ -52,6 +52,7 @@ export function serveAppOnStdio(
     channel: new StdioFraming(stdin, stdout, app.config.maxMessageBytes, options.prelude),
     ...(options.prelude ? { answered: options.prelude.answered } : {}),
     directMethods: new Set(app.runner.tools.map((t) => t.name)),
+    tools: app.toolNames,
     aliases: toolAliases(app),
     direct: directCalls({
       runner: app.runner,

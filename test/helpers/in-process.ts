@@ -31,6 +31,7 @@ async function wired(sb: Sandbox, env: Record<string, string>) {
   const rules = new ProtocolRules({
     channel: channelOf(serverSide),
     directMethods: new Set(app.runner.tools.map((t) => t.name)),
+    tools: app.toolNames,
     aliases: toolAliases(app),
     direct: directCalls({
       runner: app.runner,
