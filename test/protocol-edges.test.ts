@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -8,8 +9,10 @@ import {
 } from '@modelcontextprotocol/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
+import type { AppOptions } from '../src/app.js';
+import { conformanceFixtures } from '../src/protocol/conformance-fixtures.js';
 import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
-import { type Sandbox, sandbox } from './helpers/server.js';
+import { CLI, type Sandbox, sandbox } from './helpers/server.js';
 
 type Json = Record<string, any>;
 
@@ -51,7 +54,7 @@ type ElicitHandler = (params: Json) => Json | Promise<Json>;
 
 /** An SDK client in this process; `elicit` declares elicitation and answers every elicitation/create. */
 async function connect(
-  options: { elicit?: ElicitHandler; sample?: (params: Json) => Json; tools?: string } = {},
+  options: { elicit?: ElicitHandler; sample?: (params: Json) => Json; tools?: string; app?: AppOptions } = {},
 ) {
   const capabilities: Json = {};
   if (options.elicit) capabilities.elicitation = { form: {} };
@@ -71,10 +74,12 @@ async function connect(
       return sample(request.params as Json) as never;
     });
   }
-  const host = await inProcessClient(sb, client, {
-    WORKFLOWLOOKUP_TOOLS: options.tools ?? 'all',
-    ...freshData(),
-  });
+  const host = await inProcessClient(
+    sb,
+    client,
+    { WORKFLOWLOOKUP_TOOLS: options.tools ?? 'all', ...freshData() },
+    options.app,
+  );
   closers.push(host.close);
   const call = async (name: string, args: Json): Promise<Json> => {
     const res = await client.callTool({ name, arguments: args });
@@ -567,5 +572,99 @@ describe('small edges', () => {
     });
     expect(refused.error.data.error_code).toBe('INPUTS_NOT_READY');
     expect(JSON.stringify(refused.error.data.next)).not.toContain('bogus');
+  });
+});
+
+describe('the conformance fixtures profile', () => {
+  const FIXTURE_TOOLS = ['test_simple_text', 'greet', 'slow_compute', 'json_schema_2020_12_tool'];
+
+  it("is off by default: none of the suite's tools, prompts or resources are served", async () => {
+    const { client, call } = await connect();
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    for (const name of FIXTURE_TOOLS) expect(names).not.toContain(name);
+    expect((await client.listPrompts()).prompts.map((p) => p.name)).not.toContain('test_simple_prompt');
+    await expect(client.callTool({ name: 'test_simple_text', arguments: {} })).rejects.toMatchObject({
+      code: -32602,
+      data: { details: expect.stringContaining('unknown tool') },
+    });
+    await expect(client.readResource({ uri: 'test://static-text' })).rejects.toThrow();
+    // And the CLI takes the flag only with --http.
+    const refused = spawnSync(process.execPath, [CLI, 'serve', '--conformance-fixtures'], {
+      env: sb.env,
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain('--conformance-fixtures needs --http');
+  });
+
+  it("serves the suite's fixtures beside ours when asked to", async () => {
+    const { client } = await connect({ tools: 'core', app: { conformanceFixtures: conformanceFixtures() } });
+    const tools = (await client.listTools()).tools;
+    const names = tools.map((t) => t.name);
+    for (const name of [...FIXTURE_TOOLS, 'workflow_list', 'workflow_start']) expect(names).toContain(name);
+    // Published as written, $schema and all (the json-schema-2020-12 scenario reads it back).
+    const schema = tools.find((t) => t.name === 'json_schema_2020_12_tool')?.inputSchema as Json;
+    expect(schema).toMatchObject({
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      then: {},
+      else: {},
+    });
+    const image = await client.callTool({ name: 'test_image_content', arguments: {} });
+    expect(image.content).toEqual([{ type: 'image', data: expect.any(String), mimeType: 'image/png' }]);
+    expect((await client.callTool({ name: 'greet', arguments: { name: 'World' } })).content).toEqual([
+      { type: 'text', text: 'Hello, World!' },
+    ]);
+    const prompt = await client.getPrompt({
+      name: 'test_prompt_with_arguments',
+      arguments: { arg1: 'hello', arg2: 'world' },
+    });
+    expect(prompt.messages[0]?.content).toEqual({
+      type: 'text',
+      text: "Prompt with arguments: arg1='hello', arg2='world'",
+    });
+    const read = await client.readResource({ uri: 'test://template/123/data' });
+    expect(JSON.parse((read.contents[0] as { text: string }).text)).toEqual({
+      id: '123',
+      templateTest: true,
+      data: 'Data for ID: 123',
+    });
+  });
+
+  it('a task whose tool fails inside the server ends failed with the error, not completed (SEP-2663)', async () => {
+    const server = await inProcessHttp(sb, freshData(), { conformanceFixtures: conformanceFixtures() });
+    closers.push(server.close);
+    const envelope = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+    };
+    const post = async (method: string, params: Json, name?: string) => {
+      const res = await fetch(server.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': method,
+          ...(name ? { 'mcp-name': name } : {}),
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: envelope } }),
+      });
+      const body = await res.text();
+      return JSON.parse(body.startsWith('{') ? body : (/^data: (.*)$/m.exec(body)?.[1] ?? body)) as Json;
+    };
+    const created = await post(
+      'tools/call',
+      { name: 'protocol_error_job', arguments: {} },
+      'protocol_error_job',
+    );
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'working' });
+    let task: Json = {};
+    for (let i = 0; i < 100 && task.status !== 'failed' && task.status !== 'completed'; i++) {
+      task = (await post('tasks/get', { taskId: created.result.taskId }, created.result.taskId)).result;
+      if (task.status === 'working') await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(task).toMatchObject({ status: 'failed', error: { code: -32603 } });
+    expect(task.result).toBeUndefined();
   });
 });

@@ -5,7 +5,7 @@ import {
   type McpServer,
   type Transport,
 } from '@modelcontextprotocol/server';
-import { createApp } from '../../src/app.js';
+import { type AppOptions, createApp } from '../../src/app.js';
 import { loadConfig, loadHttpSettings } from '../../src/config.js';
 import { localCaller } from '../../src/executions/execution-model.js';
 import { directCalls } from '../../src/protocol/mcp-server.js';
@@ -19,11 +19,12 @@ import { validationWorkerUrl } from './validation-worker.js';
 type Json = Record<string, any>;
 
 /** The app, its protocol rules and SDK server wired as the stdio entry wires them, over an in-memory pair. */
-async function wired(sb: Sandbox, env: Record<string, string>) {
+async function wired(sb: Sandbox, env: Record<string, string>, options: AppOptions = {}) {
   const app = createApp(loadConfig({ env: { ...sb.env, ...env }, cwd: sb.project }), {
     watch: false,
     log: () => undefined,
     validationWorker: await validationWorkerUrl(),
+    ...options,
   });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const tools = app.toolSwitch();
@@ -58,8 +59,13 @@ async function wired(sb: Sandbox, env: Record<string, string>) {
  * A real SDK client (configure its capabilities and handlers before) connected to the app in-process:
  * the same rules and SDK server the stdio entry builds, every message serialized both ways as on a wire.
  */
-export async function inProcessClient(sb: Sandbox, client: Client, env: Record<string, string> = {}) {
-  const { app, clientSide, connect, close } = await wired(sb, env);
+export async function inProcessClient(
+  sb: Sandbox,
+  client: Client,
+  env: Record<string, string> = {},
+  options: AppOptions = {},
+) {
+  const { app, clientSide, connect, close } = await wired(sb, env, options);
   const wire: Transport = {
     start: () => clientSide.start(),
     close: () => clientSide.close(),
@@ -81,12 +87,13 @@ export async function inProcessClient(sb: Sandbox, client: Client, env: Record<s
 }
 
 /** The app serving Streamable HTTP (both eras) on an ephemeral port of 127.0.0.1, in this process. */
-export async function inProcessHttp(sb: Sandbox, env: Record<string, string> = {}) {
+export async function inProcessHttp(sb: Sandbox, env: Record<string, string> = {}, options: AppOptions = {}) {
   const config = loadConfig({ env: { ...sb.env, WORKFLOWLOOKUP_RATE_LIMIT: '0', ...env }, cwd: sb.project });
   const app = createApp(config, {
     watch: false,
     log: () => undefined,
     validationWorker: await validationWorkerUrl(),
+    ...options,
   });
   const http = await startHttp(app, loadHttpSettings(config, { port: '0' }));
   return {
