@@ -38,7 +38,8 @@ export interface CommandSpec {
 
 export const COMMAND_SPECS = {
   serve: {
-    usage: 'serve [--http [--host H] [--port P] [--path /mcp] [--conformance-fixtures]] [--stdio] [--tools LIST]',
+    usage:
+      'serve [--http [--host H] [--port P] [--path /mcp] [--conformance-fixtures]] [--stdio] [--tools LIST]',
     summary: 'run the MCP server: on stdio (the default), over Streamable HTTP, or both',
     options: {
       http: {
