@@ -579,7 +579,7 @@ describe('the conformance fixtures profile', () => {
   const FIXTURE_TOOLS = ['test_simple_text', 'greet', 'slow_compute', 'json_schema_2020_12_tool'];
 
   it("is off by default: none of the suite's tools, prompts or resources are served", async () => {
-    const { client, call } = await connect();
+    const { client } = await connect();
     const names = (await client.listTools()).tools.map((t) => t.name);
     for (const name of FIXTURE_TOOLS) expect(names).not.toContain(name);
     expect((await client.listPrompts()).prompts.map((p) => p.name)).not.toContain('test_simple_prompt');
