@@ -92,7 +92,7 @@ function confirmForm(message: string) {
  * Reads an elicitation answer to a confirmation: only `accept` with `confirm: true` is a yes. Anything
  * else (a decline, empty or malformed content, a value that is no elicitation result) is a no, with why.
  */
-export function readConfirmation(answer: unknown): ConfirmAnswer {
+function readConfirmation(answer: unknown): ConfirmAnswer {
   if (answer === null || typeof answer !== 'object') {
     return { confirmed: false, why: 'the client answered with something that is not an elicitation result' };
   }
@@ -120,7 +120,7 @@ export function readConfirmation(answer: unknown): ConfirmAnswer {
  * Confirmation pushed to the client (before 2026-07-28). A client that fails the request (a JSON-RPC
  * error, a timeout, a connection gone) has not confirmed: that is the answer, never an internal error.
  */
-export function pushedConfirm(elicit: (params: ReturnType<typeof confirmForm>) => Promise<unknown>): Confirm {
+function pushedConfirm(elicit: (params: ReturnType<typeof confirmForm>) => Promise<unknown>): Confirm {
   return async (message) => {
     let answer: unknown;
     try {
@@ -140,7 +140,7 @@ export function pushedConfirm(elicit: (params: ReturnType<typeof confirmForm>) =
  * `input_required` with a form elicitation under the key `confirm`; the retried call reads the answer.
  * Undefined when the request did not declare elicitation (the tool then needs `confirm: true`).
  */
-export function roundTripConfirm(
+function roundTripConfirm(
   envelope: EnvelopeCapabilities | undefined,
   inputResponses: unknown,
 ): Confirm | undefined {
