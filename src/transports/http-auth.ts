@@ -144,7 +144,9 @@ function tokensAuthenticator(file: string, resource: URL): Authenticator {
   return {
     current(credential) {
       const entry = load().byCredential.get(credential);
-      return entry === undefined ? undefined : { principal: entry.principal, scopes: [...entry.scopes] };
+      // A session opened before the entry was edited to the reserved principal ends, as if removed.
+      if (entry === undefined || reservedPrincipal(entry.principal) !== undefined) return undefined;
+      return { principal: entry.principal, scopes: [...entry.scopes] };
     },
     async verify(token) {
       const hash = hashOf(token);
