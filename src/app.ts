@@ -31,6 +31,7 @@ import type { ResourceDefinition } from './faces/resource.js';
 import { orchestrationTools, runTools } from './faces/runs/run-tools.js';
 import type { ToolDefinition } from './faces/tool.js';
 import { toolGroupsTool } from './faces/tool-groups.js';
+import { Quota } from './protocol/limits.js';
 import {
   createMcpServer,
   createToolRunner,
@@ -312,7 +313,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     PROFILES.map((g) => [g, runner.tools.filter((t) => t.groups?.includes(g)).map((t) => t.name)]),
   );
   const toolSwitch = () => new ToolSwitch(groups, config.profiles);
-  const tasks = new TaskDriver({ services: runServices, runner, log });
+  const tasks = new TaskDriver({ services: runServices, runner, log, limits: config.limits });
   // The MCP Apps view is a file of the build, read once when a host first asks for it.
   let view: Promise<string> | undefined;
   const viewHtml = () => {
@@ -342,6 +343,11 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     changeListeners.add(listener);
     return () => changeListeners.delete(listener);
   };
+  // resources/subscribe: per session, and per principal over every session of this app.
+  const subscriptionLimits = {
+    perSession: config.limits.subscriptionsPerSession,
+    perPrincipal: new Quota(Number.POSITIVE_INFINITY, config.limits.subscriptionsPerPrincipal),
+  };
 
   const serverFactory = (options: ServerOptions = {}): McpServer => {
     const tools = options.tools ?? toolSwitch();
@@ -351,6 +357,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       detach: options.detach,
       era: options.era,
       onDefinitionsChanged: onResourcesChanged,
+      subscriptionLimits,
       tasks,
       runner,
       resources,
