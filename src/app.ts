@@ -32,6 +32,7 @@ import { orchestrationTools, runTools } from './faces/runs/run-tools.js';
 import type { ToolDefinition } from './faces/tool.js';
 import { toolGroupsTool } from './faces/tool-groups.js';
 import type { ConformanceFixtures } from './protocol/conformance-fixtures.js';
+import { Quota } from './protocol/limits.js';
 import {
   createMcpServer,
   createToolRunner,
@@ -333,7 +334,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   );
   const toolSwitch = () =>
     new ToolSwitch(groups, fixtures ? [...config.profiles, fixtures.group] : config.profiles);
-  const tasks = new TaskDriver({ services: runServices, runner, log });
+  const tasks = new TaskDriver({ services: runServices, runner, log, limits: config.limits });
   // The MCP Apps view is a file of the build, read once when a host first asks for it.
   let view: Promise<string> | undefined;
   const viewHtml = () => {
@@ -376,6 +377,11 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     }
     for (const listener of listListeners) listener(kind);
   };
+  // resources/subscribe: per session, and per principal over every session of this app.
+  const subscriptionLimits = {
+    perSession: config.limits.subscriptionsPerSession,
+    perPrincipal: new Quota(Number.POSITIVE_INFINITY, config.limits.subscriptionsPerPrincipal),
+  };
 
   const serverFactory = (options: ServerOptions = {}): McpServer => {
     const tools = options.tools ?? toolSwitch();
@@ -385,6 +391,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       detach: options.detach,
       era: options.era,
       onDefinitionsChanged: onResourcesChanged,
+      subscriptionLimits,
       tasks,
       runner,
       resources,

@@ -4,7 +4,7 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { PRIVATE_HOSTS_SETTING, parseAllowList } from './catalogs/host-policy.js';
-import { DEFAULT_MAX_MESSAGE_BYTES } from './protocol/limits.js';
+import { DEFAULT_LIMITS, DEFAULT_MAX_MESSAGE_BYTES, type Limits } from './protocol/limits.js';
 import type { WorkflowSource } from './workflows/sources.js';
 
 /** Settings that cannot work: the CLI reports them and exits with code 2 before serving anything. */
@@ -14,6 +14,10 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+export const DEFAULT_SESSIONS_PER_PRINCIPAL = 32;
+export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
+export const DEFAULT_AUTH_FAILURE_LIMIT = 30;
 
 /**
  * Every environment variable the server reads, with what it does: the source of `--help` and of the
@@ -130,6 +134,42 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
   },
   { name: 'WORKFLOWLOOKUP_HTTP_MAX_SESSIONS', description: 'open 2025-11-25 sessions at most, default 256' },
   {
+    name: 'WORKFLOWLOOKUP_HTTP_MAX_SESSIONS_PER_PRINCIPAL',
+    description: `open 2025-11-25 sessions of one principal at most, default ${DEFAULT_SESSIONS_PER_PRINCIPAL} (with authentication)`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_HTTP_MAX_HEADER_BYTES',
+    description: `largest accepted HTTP request head (431 beyond), default ${DEFAULT_MAX_HEADER_BYTES}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_AUTH_FAILURE_LIMIT',
+    description: `failed bearer tokens per minute per client address before 429, default ${DEFAULT_AUTH_FAILURE_LIMIT} (\`0\`: no limit)`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS',
+    description: `\`resources/subscribe\`: resources one session may be subscribed to, default ${DEFAULT_LIMITS.subscriptionsPerSession}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS_PER_PRINCIPAL',
+    description: `the same over all sessions of one principal, default ${DEFAULT_LIMITS.subscriptionsPerPrincipal}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_TASKS',
+    description: `MCP tasks one server works on at once, default ${DEFAULT_LIMITS.tasks}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_TASKS_PER_PRINCIPAL',
+    description: `the same for one principal, default ${DEFAULT_LIMITS.tasksPerPrincipal}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_DASHBOARD_MAX_STREAMS',
+    description: `live dashboard pages open at once, default ${DEFAULT_LIMITS.streams}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_DASHBOARD_MAX_STREAMS_PER_PRINCIPAL',
+    description: `the same for one principal, default ${DEFAULT_LIMITS.streamsPerPrincipal}`,
+  },
+  {
     name: 'WORKFLOWLOOKUP_HTTP_DASHBOARD',
     description:
       '`false` turns off the dashboard `serve --http` serves at `/dashboard` (on by default, behind the same authentication)',
@@ -175,9 +215,22 @@ export interface Config {
   env: NodeJS.ProcessEnv;
   /** Port of the standalone dashboard (`workflowlookup dashboard`). */
   dashboardPort: number;
+  /** What clients may hold open at once, per principal and in total (README, "Limits"). */
+  limits: Limits;
 }
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 60 * 60;
+
+/** A whole number from the environment (its default when unset), or a ConfigError naming the variable. */
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
+  const text = env[name];
+  if (text === undefined || text.trim() === '') return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min) {
+    throw new ConfigError(`${name} must be a whole number, at least ${min}, not "${text}"`);
+  }
+  return value;
+}
 export const DEFAULT_DASHBOARD_PORT = 3928;
 
 /** A TCP port number (0 lets the system choose), or a ConfigError naming where it came from. */
@@ -360,6 +413,30 @@ export function loadConfig(options: ConfigOptions = {}): Config {
     dashboardPort: env.WORKFLOWLOOKUP_DASHBOARD_PORT
       ? parsePort(env.WORKFLOWLOOKUP_DASHBOARD_PORT, 'WORKFLOWLOOKUP_DASHBOARD_PORT')
       : DEFAULT_DASHBOARD_PORT,
+    limits: {
+      subscriptionsPerSession: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS',
+        DEFAULT_LIMITS.subscriptionsPerSession,
+      ),
+      subscriptionsPerPrincipal: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS_PER_PRINCIPAL',
+        DEFAULT_LIMITS.subscriptionsPerPrincipal,
+      ),
+      tasks: wholeNumber(env, 'WORKFLOWLOOKUP_MAX_TASKS', DEFAULT_LIMITS.tasks),
+      tasksPerPrincipal: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_MAX_TASKS_PER_PRINCIPAL',
+        DEFAULT_LIMITS.tasksPerPrincipal,
+      ),
+      streams: wholeNumber(env, 'WORKFLOWLOOKUP_DASHBOARD_MAX_STREAMS', DEFAULT_LIMITS.streams),
+      streamsPerPrincipal: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_DASHBOARD_MAX_STREAMS_PER_PRINCIPAL',
+        DEFAULT_LIMITS.streamsPerPrincipal,
+      ),
+    },
   };
 }
 
@@ -404,6 +481,12 @@ export interface HttpSettings {
   /** Requests per minute per principal (0: no limit). */
   rateLimit: number;
   maxSessions: number;
+  /** Sessions of one principal (the whole cap without authentication: everyone is the local user). */
+  maxSessionsPerPrincipal: number;
+  /** Largest request head in bytes (node:http's maxHeaderSize); larger ones get 431. */
+  maxHeaderBytes: number;
+  /** Failed bearer tokens per minute per client address (0: no limit). */
+  authFailureLimit: number;
   /** Serve the dashboard under /dashboard (WORKFLOWLOOKUP_HTTP_DASHBOARD, default on). */
   dashboard: boolean;
 }
@@ -493,6 +576,11 @@ export function loadHttpSettings(config: Config, flags: HttpFlags = {}): HttpSet
   if (!Number.isInteger(maxSessions) || maxSessions < 1) {
     throw new ConfigError('WORKFLOWLOOKUP_HTTP_MAX_SESSIONS must be a whole number, at least 1');
   }
+  const perPrincipal = wholeNumber(
+    env,
+    'WORKFLOWLOOKUP_HTTP_MAX_SESSIONS_PER_PRINCIPAL',
+    DEFAULT_SESSIONS_PER_PRINCIPAL,
+  );
   const bindName = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   const allowedHosts = list(env.WORKFLOWLOOKUP_ALLOWED_HOSTS);
   const hosts = allowedHosts.length > 0 ? allowedHosts : [...new Set([...LOOPBACK_NAMES, bindName])];
@@ -509,6 +597,9 @@ export function loadHttpSettings(config: Config, flags: HttpFlags = {}): HttpSet
     auth,
     rateLimit,
     maxSessions,
+    maxSessionsPerPrincipal: auth.mode === 'none' ? maxSessions : Math.min(perPrincipal, maxSessions),
+    maxHeaderBytes: wholeNumber(env, 'WORKFLOWLOOKUP_HTTP_MAX_HEADER_BYTES', DEFAULT_MAX_HEADER_BYTES, 1024),
+    authFailureLimit: wholeNumber(env, 'WORKFLOWLOOKUP_AUTH_FAILURE_LIMIT', DEFAULT_AUTH_FAILURE_LIMIT, 0),
     dashboard: flag(env.WORKFLOWLOOKUP_HTTP_DASHBOARD, true),
   };
 }

@@ -211,7 +211,12 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
   const viewerOf = options.viewer ?? (() => ({ principal: LOCAL_PRINCIPAL, allPrincipals: true }));
   const assetsDir = options.assetsDir ?? join(app.config.packageRoot, 'dist', 'dashboard');
   const redact = Redactor.forEnvironment(app.config.dataDir, app.config.env, app.config.tokenSecret);
-  const live = new LiveUpdates(queries, (t) => redact.text(t), { log: app.log, ...options.live });
+  const live = new LiveUpdates(queries, (t) => redact.text(t), {
+    log: app.log,
+    maxStreams: app.config.limits.streams,
+    maxStreamsPerPrincipal: app.config.limits.streamsPerPrincipal,
+    ...options.live,
+  });
   // Form tokens: bound to the principal and to the day they were issued (valid for that day and the
   // next). Derived from the configured token secret, so replicas sharing it accept each other's forms;
   // without one, a key of this process.

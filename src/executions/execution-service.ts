@@ -196,12 +196,13 @@ export class ExecutionService {
     tx?: StoreWriter,
   ): Promise<Outcome> {
     if (exec.principal !== caller.principal) {
-      // Another principal's id: taken, but its existence is not ours to reveal.
+      // Another principal's id: its existence is not ours to reveal. Ids are one namespace, so the id
+      // cannot be given out again; the refusal is a plain invalid argument, with no execution named
+      // (no EXECUTION_STATE_CONFLICT, no state, no workflow), as for any id that cannot be used.
       fail({
-        code: 'state_conflict',
-        message: 'State error',
-        executionId: exec.execution_id,
-        details: `execution id ${exec.execution_id} cannot be used; choose another or omit it`,
+        code: 'invalid_params',
+        message: 'Invalid params',
+        details: `execution_id is not available; omit it (the server then makes one) or choose another`,
       });
     }
     if (exec.workflow_name !== workflowId) {

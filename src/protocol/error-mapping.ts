@@ -517,7 +517,13 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], knownKeys: rea
           ? 'is required'
           : issue.message;
       if (issue.code === 'unrecognized_keys' && issue.path.length === 0 && knownKeys.length > 0) {
-        message = issue.keys.map((k) => `unknown argument "${k}"${didYouMean(k, knownKeys)}`).join('; ');
+        // A few, each cut short: the keys are the client's, as many and as long as it likes.
+        const shown = issue.keys.slice(0, 10).map((k) => {
+          const name = k.length > 200 ? `${k.slice(0, 200)}…` : k;
+          return `unknown argument "${name}"${didYouMean(k, knownKeys)}`;
+        });
+        if (issue.keys.length > 10) shown.push(`and ${issue.keys.length - 10} more unknown arguments`);
+        message = shown.join('; ');
       }
       // A message that already names its path ("workflow_name is required") is not prefixed again.
       return path && !message.startsWith(path) ? `${path} ${message}` : message;

@@ -6,8 +6,7 @@ import {
   ResourceTemplate,
   type ServerContext,
   type StandardSchemaWithJSON,
-  UriTemplate,
-  type Variables,
+  type UriTemplate,
 } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { DomainFailure, fail } from '../engine/errors.js';
@@ -30,7 +29,10 @@ import {
   toRpcError,
   toToolErrorResult,
 } from './error-mapping.js';
+import { DEFAULT_LIMITS, MAX_SUBSCRIBE_URI_CHARS, Quota } from './limits.js';
+import { flatVariables, ResourceIndex } from './resource-match.js';
 import type { DirectCall, DirectHandler } from './rules.js';
+import { hasScope, resourceScope } from './scopes.js';
 import { installTasks, type TaskDriver } from './tasks-protocol.js';
 import { toolResult } from './tool-result.js';
 import type { ToolSwitch } from './tool-switch.js';
@@ -147,6 +149,29 @@ const NOT_FOUND = new Set([
   'step_not_found',
 ]);
 
+/** The scopes the transport authenticated the request with; undefined when it authenticates nobody. */
+const scopesOf = (ctx: ServerContext): readonly string[] | undefined => ctx.http?.authInfo?.scopes;
+
+/** Whether the caller may read `resource` (stdio, and HTTP without authentication, may read all). */
+function mayRead(ctx: ServerContext, resource: ResourceDefinition): boolean {
+  const scopes = scopesOf(ctx);
+  return scopes === undefined || hasScope(scopes, resourceScope(resource.name));
+}
+
+/**
+ * Refuses a read the caller's scopes do not allow. The HTTP transport answers 403 before this, with
+ * the same resolution; this check is made on the resource the SDK itself resolved, whatever the URI's
+ * spelling, so no spelling can get past it.
+ */
+function requireScope(ctx: ServerContext, resource: ResourceDefinition): void {
+  if (mayRead(ctx, resource)) return;
+  const needed = resourceScope(resource.name);
+  throw new ProtocolError(RpcCode.SecurityError, 'Insufficient scope', {
+    details: `reading ${resource.name} needs the "${needed}" scope`,
+    required_scope: needed,
+  });
+}
+
 /** Reads a resource; unknown ids become resource-not-found, other domain errors their JSON-RPC error. */
 async function readResource(
   resource: ResourceDefinition,
@@ -170,41 +195,6 @@ async function readResource(
     const rpc = domainToRpc(error.error);
     throw new ProtocolError(rpc.code, rpc.message, rpc.data);
   }
-}
-
-/**
- * The SDK matches `{?a,b}` only when every query parameter is present, in order. This template
- * matches the path part with the SDK and reads any subset of the declared query parameters, in any
- * order; path variables never swallow a query string.
- */
-class QueryTolerantTemplate extends UriTemplate {
-  private readonly path: UriTemplate;
-  private readonly queryNames: string[];
-
-  constructor(template: string) {
-    super(template);
-    const query = /\{\?([^}]*)\}$/.exec(template);
-    this.queryNames = query?.[1]?.split(',').map((n) => n.trim()) ?? [];
-    this.path = new UriTemplate(query ? template.slice(0, query.index) : template);
-  }
-
-  override match(uri: string): Variables | null {
-    const q = uri.indexOf('?');
-    const vars = this.path.match(q === -1 ? uri : uri.slice(0, q));
-    if (vars === null) return null;
-    const params = new URLSearchParams(q === -1 ? '' : uri.slice(q + 1));
-    for (const name of this.queryNames) {
-      const value = params.get(name);
-      if (value !== null) vars[name] = value;
-    }
-    return vars;
-  }
-}
-
-function flatVariables(variables: Record<string, string | string[]>): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(variables).map(([k, v]) => [k, Array.isArray(v) ? (v[0] ?? '') : v]),
-  );
 }
 
 /**
@@ -332,30 +322,92 @@ export interface ServerParts {
   version: string;
   /** Registers the conformance suite's fixtures (`--conformance-fixtures`); returns the tools it listed. */
   fixtures?: ((server: McpServer) => string[]) | undefined;
+  /** resources/subscribe bounds (default: DEFAULT_LIMITS, with a quota of this server's own). */
+  subscriptionLimits?: SubscriptionLimits | undefined;
 }
+
+/** Resources whose subscribers hear of changes: the definitions, which change on disk or by authoring. */
+const DEFINITION_RESOURCES = new Set([
+  'available_workflows',
+  'workflow_details',
+  'workflow.manifests',
+  'workflow.manifest',
+]);
+
+/** What a session may subscribe to: so many URIs itself, and its principal's share of the quota. */
+export interface SubscriptionLimits {
+  perSession: number;
+  /** Shared by every session of the app: subscriptions per principal. */
+  perPrincipal: Quota;
+}
+
+const tooMany = (details: string, limit: number) =>
+  new ProtocolError(RpcCode.ServerError, 'Too many subscriptions', { details, limit });
 
 /**
  * resources/subscribe (2025 era): a subscribed workflow resource gets notifications/resources/updated
- * when definitions change on disk or through the authoring tools.
+ * when definitions change on disk or through the authoring tools. A subscription names a resource the
+ * caller may read, resolved as resources/read resolves it and read once (so an unknown id, or another
+ * principal's execution, is not found); URIs are bounded in length, and subscriptions per session and
+ * per principal in number.
  */
-function subscriptions(server: McpServer, onDefinitionsChanged: ServerParts['onDefinitionsChanged']): void {
-  const subscribed = new Set<string>();
-  server.server.setRequestHandler('resources/subscribe', async (request) => {
-    subscribed.add(request.params.uri);
+function subscriptions(
+  server: McpServer,
+  index: ResourceIndex,
+  parts: ServerParts,
+  limits: SubscriptionLimits,
+): void {
+  /** Resolved URI → the URI as the client wrote it, the resource, and whose quota it counts against. */
+  const subscribed = new Map<string, { uri: string; resource: string; principal: string }>();
+  server.server.setRequestHandler('resources/subscribe', async (request, ctx) => {
+    const { uri } = request.params;
+    if (uri.length > MAX_SUBSCRIBE_URI_CHARS) {
+      throw new ProtocolError(RpcCode.InvalidParams, 'Invalid params', {
+        details: `the URI has ${uri.length} characters; a subscribable URI has at most ${MAX_SUBSCRIBE_URI_CHARS}`,
+      });
+    }
+    const found = index.resolve(uri);
+    if (found === undefined) {
+      throw new ResourceNotFoundError(
+        uri,
+        `Resource not found: no resource of this server is ${uri.slice(0, 200)}`,
+      );
+    }
+    requireScope(ctx, found.resource);
+    const caller = callerOf(ctx, parts);
+    // The resource must exist and be the caller's: the read answers not found otherwise.
+    await readResource(found.resource, found.url, found.variables, caller);
+    const key = found.url.href;
+    if (subscribed.has(key)) return {};
+    if (subscribed.size >= limits.perSession) {
+      throw tooMany(
+        `this session is subscribed to ${subscribed.size} resources, the most allowed (WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS); unsubscribe from one first`,
+        limits.perSession,
+      );
+    }
+    if (limits.perPrincipal.take(caller.principal) !== undefined) {
+      throw tooMany(
+        `${caller.principal} is subscribed to ${limits.perPrincipal.of(caller.principal)} resources over its sessions, the most allowed (WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS_PER_PRINCIPAL); unsubscribe or close a session first`,
+        limits.perPrincipal.perPrincipal,
+      );
+    }
+    subscribed.set(key, { uri, resource: found.resource.name, principal: caller.principal });
     return {};
   });
   server.server.setRequestHandler('resources/unsubscribe', async (request) => {
-    subscribed.delete(request.params.uri);
+    const { uri } = request.params;
+    const key = uri.length > MAX_SUBSCRIBE_URI_CHARS ? undefined : index.resolve(uri)?.url.href;
+    const entry = key === undefined ? undefined : subscribed.get(key);
+    if (key !== undefined && entry !== undefined) {
+      subscribed.delete(key);
+      limits.perPrincipal.release(entry.principal);
+    }
     return {};
   });
-  const off = onDefinitionsChanged?.(() => {
+  const off = parts.onDefinitionsChanged?.(() => {
     if (!server.isConnected()) return;
-    for (const uri of subscribed) {
-      if (
-        /^workflowlookup:\/\/(workflow\/(available_workflows|workflow_details)|authoring\/manifests)/.test(
-          uri,
-        )
-      ) {
+    for (const { uri, resource } of subscribed.values()) {
+      if (DEFINITION_RESOURCES.has(resource)) {
         void server.server.sendResourceUpdated({ uri }).catch(() => undefined);
       }
     }
@@ -363,8 +415,28 @@ function subscriptions(server: McpServer, onDefinitionsChanged: ServerParts['onD
   const previous = server.server.onclose;
   server.server.onclose = () => {
     off?.();
+    for (const { principal } of subscribed.values()) limits.perPrincipal.release(principal);
+    subscribed.clear();
     previous?.();
   };
+}
+
+/**
+ * The SDK keeps its tools, prompts and resources in plain objects and looks them up with the client's
+ * text: without a prototype, `constructor` or `__proto__` is not found there (instead of being taken
+ * for a registered entry).
+ */
+function withoutPrototypes(server: McpServer): void {
+  const registries = server as unknown as Record<string, object>;
+  for (const name of [
+    '_registeredTools',
+    '_registeredPrompts',
+    '_registeredResources',
+    '_registeredResourceTemplates',
+  ]) {
+    const registry = registries[name];
+    if (registry !== undefined) Object.setPrototypeOf(registry, null);
+  }
 }
 
 /** Builds the SDK server with every tool, resource and prompt registered. */
@@ -387,8 +459,20 @@ export function createMcpServer(parts: ServerParts): McpServer {
       instructions: instructionsFor(parts.tools),
     },
   );
+  withoutPrototypes(server);
+  const index = ResourceIndex.of(resources);
   for (const prompt of prompts) registerPrompt(server, prompt, workflowIds);
-  if (parts.era !== 'modern') subscriptions(server, parts.onDefinitionsChanged);
+  if (parts.era !== 'modern') {
+    subscriptions(
+      server,
+      index,
+      parts,
+      parts.subscriptionLimits ?? {
+        perSession: DEFAULT_LIMITS.subscriptionsPerSession,
+        perPrincipal: new Quota(Number.POSITIVE_INFINITY, DEFAULT_LIMITS.subscriptionsPerPrincipal),
+      },
+    );
+  }
   for (const resource of resources) {
     const meta = {
       title: resource.title,
@@ -397,31 +481,37 @@ export function createMcpServer(parts: ServerParts): McpServer {
       ...(resource.meta ? { _meta: resource.meta } : {}),
     };
     if (!resource.uri.includes('{')) {
-      server.registerResource(resource.name, resource.uri, meta, (uri, ctx) =>
-        readResource(resource, uri, {}, callerOf(ctx, parts)),
-      );
+      server.registerResource(resource.name, resource.uri, meta, (uri, ctx) => {
+        requireScope(ctx, resource);
+        return readResource(resource, uri, {}, callerOf(ctx, parts));
+      });
       continue;
     }
     const list = resource.list;
-    // The SDK passes no request context to list and complete callbacks: they act for the server's principal.
+    // The SDK passes no request context to complete callbacks: they act for the server's principal
+    // (the HTTP transport checks the template's scope before a completion).
     const caller: Caller = { principal };
     const complete = resource.complete
       ? Object.fromEntries(
           Object.entries(resource.complete).map(([name, fn]) => [name, (value: string) => fn(value, caller)]),
         )
       : undefined;
-    const template = new ResourceTemplate(new QueryTolerantTemplate(resource.uri), {
-      list: list ? async () => ({ resources: await list(caller) }) : undefined,
+    const template = new ResourceTemplate(index.templateOf(resource) as UriTemplate, {
+      // A principal without the resource's scope is not shown its instances either.
+      list: list
+        ? async (ctx) => ({ resources: mayRead(ctx, resource) ? await list(callerOf(ctx, parts)) : [] })
+        : undefined,
       ...(complete ? { complete } : {}),
     });
-    server.registerResource(resource.name, template, meta, (uri, variables, ctx) =>
-      readResource(
+    server.registerResource(resource.name, template, meta, (uri, variables, ctx) => {
+      requireScope(ctx, resource);
+      return readResource(
         resource,
         uri,
         flatVariables(variables as Record<string, string | string[]>),
         callerOf(ctx, parts),
-      ),
-    );
+      );
+    });
   }
   for (const tool of runner.tools) {
     const registered = server.registerTool(

@@ -31,6 +31,7 @@ import {
   toRpcError,
   toToolErrorResult,
 } from './error-mapping.js';
+import { DEFAULT_LIMITS, type Limits, Quota } from './limits.js';
 import { toolResult } from './tool-result.js';
 
 /** `_meta` keys we add: the run a task drives, and the §10.4 status snapshot. */
@@ -54,15 +55,42 @@ export interface TaskToolRunner {
 export class TaskDriver {
   private readonly byName: Map<string, ToolDefinition>;
   private recovered: Promise<RunServices> | undefined;
+  /** Tasks this process works on, per principal and in total. */
+  private readonly working: Quota;
 
   constructor(
     private readonly deps: {
       services: () => Promise<RunServices>;
       runner: TaskToolRunner;
       log: (line: string) => void;
+      limits?: Pick<Limits, 'tasks' | 'tasksPerPrincipal'>;
     },
   ) {
     this.byName = new Map(deps.runner.tools.map((t) => [t.name, t]));
+    const limits = deps.limits ?? DEFAULT_LIMITS;
+    this.working = new Quota(limits.tasks, limits.tasksPerPrincipal);
+  }
+
+  /**
+   * Counts a new task of `principal` as working, or refuses it (-32000) when the principal, or the
+   * server, already has as many as allowed: one principal cannot take every task slot. Each admitted
+   * task is released when its work ends (`start`), or with `release` if it never starts.
+   */
+  admit(principal: string): void {
+    const refused = this.working.take(principal);
+    if (refused === undefined) return;
+    const details =
+      refused === 'principal'
+        ? `${principal} has ${this.working.of(principal)} tasks working, the most allowed (WORKFLOWLOOKUP_MAX_TASKS_PER_PRINCIPAL); wait for one to finish or cancel one (tasks/cancel)`
+        : `the server has ${this.working.size} tasks working, the most allowed (WORKFLOWLOOKUP_MAX_TASKS); try again shortly`;
+    throw new ProtocolError(RpcCode.ServerError, 'Too many tasks', {
+      details,
+      limit: refused === 'principal' ? this.working.perPrincipal : this.working.max,
+    });
+  }
+
+  release(principal: string): void {
+    this.working.release(principal);
   }
 
   readonly log = (line: string) => this.deps.log(line);
@@ -91,15 +119,20 @@ export class TaskDriver {
     return (await this.services()).tasks;
   }
 
-  /** Starts a task's work in the background; its end (result, error, cancellation) is recorded. */
+  /**
+   * Starts a task's work in the background; its end (result, error, cancellation) is recorded. A task
+   * taken over from a dead process was not admitted: it counts while it works if there is room.
+   */
   start(
     services: RunServices,
     record: TaskRecord,
     tool: ToolDefinition,
     can: ClientAbilities,
     resumed: boolean,
+    admitted = false,
   ) {
     const { tasks } = services;
+    const counted = admitted || this.working.take(record.principal) === undefined;
     const controller = tasks.claim(record.task_id);
     const handle = tasks.handle(record, controller.signal, can, resumed);
     const caller: Caller = { principal: record.principal, signal: controller.signal };
@@ -127,7 +160,9 @@ export class TaskDriver {
       await tasks.finish(record.task_id, end).catch((error: unknown) => {
         this.deps.log(`task ${record.task_id}: recording its end failed: ${String(error)}`);
       });
-    })();
+    })().finally(() => {
+      if (counted) this.working.release(record.principal);
+    });
   }
 
   private async adoptAll(services: RunServices, records: TaskRecord[]): Promise<void> {
@@ -383,10 +418,17 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
         );
       }
       const principal = principalOf(ctx);
+      // Counted before anything is created (a run, a task row); given back if it never starts.
+      driver.admit(principal);
+      const counted = <T>(fn: () => Promise<T>, era = false) =>
+        guarded(fn, era).catch((error: unknown) => {
+          driver.release(principal);
+          throw error;
+        });
       const can = clientAbilities(server, ctx);
       let admitted: Admitted;
       try {
-        admitted = await guarded(
+        admitted = await counted(
           async () =>
             (await tool.task?.admit?.(parsed.data, {
               caller: { principal },
@@ -403,10 +445,11 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
           modern,
         );
       } catch (error) {
+        // An input_required round before the task exists (multi round-trip): no task, nothing counted.
         if (error instanceof InputRequiredSignal) return error.result as never;
         throw error;
       }
-      const services = await guarded(() => driver.services());
+      const services = await counted(() => driver.services());
       const progressToken = ctx.mcpReq._meta?.progressToken;
       const snapshot: RunSnapshot = {
         run_id: admitted.run_id ?? null,
@@ -416,7 +459,7 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
         state: 'pending',
         summary: admitted.summary ?? `${tool.name} queued`,
       };
-      const record = await guarded(() =>
+      const record = await counted(() =>
         services.tasks.create({
           principal,
           tool: tool.name,
@@ -433,7 +476,7 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
         }),
       );
       if (!modern) follow(services.tasks, record, can, progressToken);
-      driver.start(services, record, tool, can, false);
+      driver.start(services, record, tool, can, false, true);
       const meta = {
         [IMMEDIATE_RESPONSE_META_KEY]: `${tool.name} started as task ${record.task_id}${record.run_id ? ` (run ${record.run_id})` : ''}; poll tasks/get for its status.`,
         [RUN_META_KEY]: { task_id: record.task_id, run_id: record.run_id, workflow_id: record.workflow_id },

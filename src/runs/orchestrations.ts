@@ -711,7 +711,11 @@ function typedAnswers(workflow: Workflow, content: unknown): Record<string, unkn
   const out: Record<string, unknown> = {};
   if (content === null || typeof content !== 'object') return out;
   for (const [name, value] of Object.entries(content as Record<string, unknown>)) {
-    const spec = workflow.inputs?.[name];
+    // Declared inputs only: the client's name is never looked up on the object's prototype.
+    const spec =
+      workflow.inputs !== undefined && Object.hasOwn(workflow.inputs, name)
+        ? workflow.inputs[name]
+        : undefined;
     if (!spec) continue;
     if ((spec.type === 'array' || spec.type === 'object') && typeof value === 'string') {
       try {

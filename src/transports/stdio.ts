@@ -2,14 +2,15 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { App } from '../app.js';
 import { localCaller } from '../executions/execution-model.js';
+import { toolAliases as aliasesOf } from '../protocol/aliases.js';
 import { directCalls } from '../protocol/mcp-server.js';
 import { ProtocolRules } from '../protocol/rules.js';
 import { StdioFraming } from './stdio-framing.js';
 import type { PreludeHandoff } from './stdio-prelude.js';
 
 /** Dotted tool names (seeds 003/004) and other aliases, from the tool definitions. */
-export function toolAliases(app: App): Record<string, string> {
-  return Object.fromEntries(app.runner.tools.flatMap((t) => (t.aliases ?? []).map((a) => [a, t.name])));
+export function toolAliases(app: App): ReadonlyMap<string, string> {
+  return aliasesOf(app.runner.tools);
 }
 
 /**

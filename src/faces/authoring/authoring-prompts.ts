@@ -237,11 +237,16 @@ export function authoringPrompts(
         const { workflow } = registry.require(workflow_id ?? '');
         const declared = workflow.inputs ?? {};
         const given: Record<string, unknown> = {};
-        const context: Record<string, unknown> = { ...jsonObject(contextArg, 'context') };
+        const extra: [string, unknown][] = [];
         for (const [name, value] of Object.entries(jsonObject(inputsArg, 'inputs'))) {
           if (Object.hasOwn(declared, name)) given[name] = value;
-          else context[name] = value;
+          else extra.push([name, value]);
         }
+        // Defined, never assigned: a client's `__proto__` key stays a key.
+        const context: Record<string, unknown> = {
+          ...jsonObject(contextArg, 'context'),
+          ...Object.fromEntries(extra),
+        };
         // The same check workflow_start applies; providers are not called here (workflow_resolve_inputs does).
         const check = await inputs.check(workflow, given, { providers: false });
         const inputLines = check.inputs.map((r) => {
