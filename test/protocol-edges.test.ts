@@ -620,6 +620,9 @@ describe('the conformance fixtures profile', () => {
       type: 'text',
       text: "Prompt with arguments: arg1='hello', arg2='world'",
     });
+    // The resources-subscribe scenarios subscribe to a fixture; our own resources keep their checks.
+    await expect(client.subscribeResource({ uri: 'test://watched-resource' })).resolves.toBeDefined();
+    await expect(client.subscribeResource({ uri: 'workflowlookup://nothing/here' })).rejects.toThrow();
     const read = await client.readResource({ uri: 'test://template/123/data' });
     expect(JSON.parse((read.contents[0] as { text: string }).text)).toEqual({
       id: '123',

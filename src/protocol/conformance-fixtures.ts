@@ -251,6 +251,23 @@ function preflight(server: McpServer): void {
   );
 }
 
+/**
+ * resources/subscribe (2025 era) accepts only the server's own resources; the fixtures' `test://` ones
+ * are subscribed here (the resources-subscribe scenarios use test://watched-resource).
+ */
+function subscribable(server: McpServer): void {
+  type Handler = (request: unknown, ctx: ServerContext) => Promise<Record<string, unknown>>;
+  const inner = server.server as unknown as { _getRequestHandler(method: string): Handler | undefined };
+  for (const method of ['resources/subscribe', 'resources/unsubscribe'] as const) {
+    const ours = inner._getRequestHandler(method);
+    if (ours === undefined) continue;
+    server.server.setRequestHandler(method, async (request, ctx) => {
+      if (request.params.uri.startsWith('test://')) return {};
+      return ours({ jsonrpc: '2.0', id: ctx.mcpReq.id, method, params: request.params }, ctx) as never;
+    });
+  }
+}
+
 export interface FixtureHooks {
   /** Tells every connected client (and 2026-07-28 listen stream) that the tool or prompt list changed. */
   listChanged(kind: 'tools' | 'prompts'): void;
@@ -264,6 +281,7 @@ export interface FixtureHooks {
 export function registerConformanceFixtures(server: McpServer, hooks: FixtureHooks): string[] {
   const tools: string[] = [];
   preflight(server);
+  subscribable(server);
   const tool = (
     name: (typeof PLAIN_TOOLS)[number],
     description: string,
