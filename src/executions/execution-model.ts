@@ -29,15 +29,61 @@ export interface Caller {
 
 export const localCaller = (): Caller => ({ principal: LOCAL_PRINCIPAL });
 
-export type ArtifactInput =
-  | string
-  | {
-      type: 'file' | 'data' | 'report' | 'finding';
-      name: string;
-      content: string;
-      content_type?: string | undefined;
-      metadata?: Record<string, unknown> | undefined;
-    };
+export interface StoredArtifactInput {
+  type: 'file' | 'data' | 'report' | 'finding';
+  name: string;
+  content: string;
+  content_type?: string | undefined;
+  metadata?: Record<string, unknown> | undefined;
+}
+
+/** A WorkRail artifact given as an object, e.g. `{kind: "wr.loop_control", decision: "stop"}`. */
+export type KindArtifact = { kind: string } & Record<string, unknown>;
+
+export type ArtifactInput = string | StoredArtifactInput | KindArtifact;
+
+const isKind = (a: StoredArtifactInput | KindArtifact): a is KindArtifact => 'kind' in a;
+
+/** How an artifact is kept: a WorkRail artifact object becomes a JSON `data` artifact named by its kind. */
+export function storedArtifact(a: StoredArtifactInput | KindArtifact): StoredArtifactInput {
+  if (!isKind(a)) return a;
+  return {
+    type: 'data',
+    name: a.kind,
+    content: JSON.stringify(a),
+    content_type: 'application/json',
+    metadata: { kind: a.kind },
+  };
+}
+
+/** The output as the WorkRail checks read it: artifact objects as artifacts typed by their kind. */
+export function submittedArtifacts(output: StepOutput): {
+  summary: string;
+  artifacts: (string | { type: string; content: string })[];
+} {
+  return {
+    summary: output.summary,
+    artifacts: (output.artifacts ?? []).map((a) =>
+      typeof a !== 'string' && isKind(a) ? { type: a.kind, content: JSON.stringify(a) } : a,
+    ),
+  };
+}
+
+/** A step's criteria result with the context check added: every problem is reported at once. */
+export function withContextCheck(
+  validation: ValidationResult,
+  check: { issues: string[] },
+): ValidationResult {
+  if (check.issues.length === 0) return validation;
+  return {
+    valid: false,
+    issues: [...validation.issues, ...check.issues],
+    suggestions: [
+      ...validation.suggestions,
+      'Set the context values as the fill of the call in next says (text compares ignoring case).',
+    ],
+  };
+}
 
 export interface StepOutput {
   summary: string;
@@ -58,9 +104,12 @@ export interface StepView {
   loop?: LoopPosition;
   notices?: string[];
   /**
-   * Context variables the agent is expected to report with this step (`output.context.<name>`): those
-   * the enclosing loop's condition reads, which only the agent can know.
+   * What only the agent can supply when it reports the step (the `fill` of its workflow_next_step call):
+   * the summary, the context variables later conditions and loops read, the artifacts its contracts
+   * require. Absent from replay records written before it existed (see `reports`).
    */
+  fill?: Record<string, string>;
+  /** Replay records written before `fill`: the loop variables the agent was asked to report. */
   reports?: { name: string; hint: string }[];
 }
 
@@ -127,6 +176,8 @@ export type Outcome =
       step_name: string;
       validation: ValidationResult;
       token: string | null;
+      /** The fill of the retry: what the step asks for, and what the refusal named. */
+      fill?: Record<string, string>;
     }
   | {
       v: 1;
@@ -194,8 +245,9 @@ export function plannedSteps(workflow: Workflow): number {
 /** Refuses oversized artifacts before anything is written. */
 export function checkArtifacts(artifacts: readonly ArtifactInput[]): void {
   let total = 0;
-  for (const a of artifacts) {
-    if (typeof a === 'string') continue;
+  for (const given of artifacts) {
+    if (typeof given === 'string') continue;
+    const a = storedArtifact(given);
     const size = Buffer.byteLength(a.content);
     total += size;
     if (size > MAX_ARTIFACT_BYTES) {

@@ -4,7 +4,9 @@ import type { CommandStepRunner } from '../catalogs/command-steps.js';
 import { InputChecker } from '../catalogs/input-check.js';
 import { requiredCatalogs } from '../catalogs/requirements.js';
 import { asRecord, type Context } from '../engine/conditions.js';
+import { checkStepContext, refuseContext } from '../engine/context-needs.js';
 import { DomainFailure, fail } from '../engine/errors.js';
+import { stepFill } from '../engine/fill.js';
 import { findActionStep, findPromptStep, nextStep } from '../engine/next-step.js';
 import { canTransition, type ExecutionState, isTerminal, TRANSITIONS } from '../engine/state-machine.js';
 import type { ValidationEngine, ValidationResult } from '../engine/validation-engine.js';
@@ -25,6 +27,9 @@ import {
   outputForTemplates,
   type StepOutput,
   type StepView,
+  storedArtifact,
+  submittedArtifacts,
+  withContextCheck,
 } from './execution-model.js';
 import { ExecutionQueries } from './execution-queries.js';
 
@@ -105,6 +110,9 @@ export class ExecutionService {
     const workflow = entry.workflow;
     this.checkRequirements(workflow);
     this.machine.refuseOwnedKeys(workflow, input.context, 'context');
+    // A value conditions read that cannot match what they compare it with is refused before anything starts.
+    const given = checkStepContext(workflow, [], {}, input.context, 'context.');
+    if (given.issues.length > 0) refuseContext(workflow, given);
     const context: Context = { ...(input.context ?? {}) };
     if (workflow.inputs !== undefined || input.inputs !== undefined) {
       const checker =
@@ -387,11 +395,42 @@ export class ExecutionService {
       }
       // WorkRail contracts and assessments: a missing artifact refuses the output like a failed rule, and
       // a fired assessment consequence keeps the step current with its follow-up guidance.
-      const reported = checkSubmission(workflow, step, output);
+      const reported = checkSubmission(workflow, step, submittedArtifacts(output));
       validation = withSubmissionCheck(validation, reported);
+      // The context the output leaves: values that fit what conditions compare, the variables it must set.
+      const contextCheck = checkStepContext(
+        workflow,
+        [step.id],
+        exec.context,
+        output.context,
+        'output.context.',
+      );
+      validation = withContextCheck(validation, contextCheck);
+      let named = contextCheck.variables;
+      let next: ReturnType<typeof nextStep> | undefined;
+      if (validation.valid) {
+        const recorded = outputForTemplates(output);
+        if (Object.keys(reported.assessments).length > 0) recorded.assessments = reported.assessments;
+        context.steps = { ...asRecord(context.steps), [step.id]: recorded };
+        if (reported.loopDecision) recordDecision(workflow, step.id, reported.loopDecision, context);
+        try {
+          next = nextStep(workflow, [...exec.completed_steps, step.id], context);
+        } catch (error) {
+          // A loop ahead cannot start (its list or count is missing): the step stays current, fresh token.
+          if (!(error instanceof DomainFailure) || error.error.code !== 'precondition_failed') throw error;
+          validation = {
+            valid: false,
+            issues: [`PRECONDITION_FAILED: ${error.error.message}`],
+            suggestions: [
+              `Set output.context.${error.error.variable} to ${error.error.expected} and send the call in next again.`,
+            ],
+          };
+          named = [error.error.variable];
+        }
+      }
       const at = nowIso();
       let outcome: Outcome;
-      if (!validation.valid) {
+      if (!validation.valid || next === undefined) {
         row.attempts += 1;
         await tx.updateStep(row);
         await machine.event(tx, 'step_failed', exec, step.id, {
@@ -413,6 +452,7 @@ export class ExecutionService {
           step_name: step.id,
           validation,
           token: machine.liveToken(exec),
+          fill: stepFill(workflow, step, exec.context, 'durable', named),
         };
       } else {
         row.status = 'completed';
@@ -421,8 +461,9 @@ export class ExecutionService {
         row.attempts += 1;
         row.output = output;
         await tx.updateStep(row);
-        for (const artifact of output.artifacts ?? []) {
-          if (typeof artifact === 'string') continue;
+        for (const given of output.artifacts ?? []) {
+          if (typeof given === 'string') continue;
+          const artifact = storedArtifact(given);
           const content = artifact.content;
           const id = await tx.insertArtifact({
             execution_id: exec.execution_id,
@@ -440,11 +481,6 @@ export class ExecutionService {
           seq: row.seq,
           duration_ms: row.duration_ms,
         });
-        const recorded = outputForTemplates(output);
-        if (Object.keys(reported.assessments).length > 0) recorded.assessments = reported.assessments;
-        context.steps = { ...asRecord(context.steps), [step.id]: recorded };
-        if (reported.loopDecision) recordDecision(workflow, step.id, reported.loopDecision, context);
-        const next = nextStep(workflow, [...exec.completed_steps, step.id], context);
         const view = await machine.enterStep(tx, exec, workflow, next);
         await tx.updateExecution(exec);
         outcome =

@@ -1,10 +1,11 @@
-import { type Context, conditionVariables } from '../engine/conditions.js';
+import type { Context } from '../engine/conditions.js';
 import { fail } from '../engine/errors.js';
+import { stepFill } from '../engine/fill.js';
 import { buildGuidance, contextScope } from '../engine/guidance.js';
 import { type nextStep, serverOwnedKeys } from '../engine/next-step.js';
 import { type ExecutionState, isTerminal } from '../engine/state-machine.js';
 import { renderPreview, type TemplateScope } from '../engine/templating.js';
-import { isCommandStep, isLoopStep, type PromptStep, type Workflow } from '../model/workflow.js';
+import { isCommandStep, type PromptStep, type Workflow } from '../model/workflow.js';
 import type { ExecutionRecord, ExecutionStore, StoreReader, StoreWriter } from '../store/execution-store.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
 import { DEFAULT_AGENT, nowIso, plannedSteps, type StepView } from './execution-model.js';
@@ -19,27 +20,6 @@ export interface StepMachineDeps {
 }
 
 const MAX_PINNED = 256;
-
-/**
- * The context variables a `while`/`until` loop's condition reads that only the agent can set (not the
- * server's own: inputs, step outputs, loop progress): without them the loop runs to its cap.
- */
-function reportedVariables(workflow: Workflow, loopId: string | undefined): { name: string; hint: string }[] {
-  if (loopId === undefined) return [];
-  const loop = workflow.steps.find((s) => s.id === loopId);
-  if (loop === undefined || !isLoopStep(loop)) return [];
-  const cfg = loop.loop;
-  if (cfg.type !== 'while' && cfg.type !== 'until') return [];
-  const owned = serverOwnedKeys(workflow);
-  const names = [...new Set(conditionVariables(cfg.condition).map((v) => v.split('.')[0] as string))];
-  const rule = `${cfg.type === 'until' ? 'repeats until' : 'goes on while'} ${JSON.stringify(cfg.condition)}`;
-  return names
-    .filter((name) => !owned.has(name))
-    .map((name) => ({
-      name,
-      hint: `optional: the value of ${name} now; the loop "${loop.title}" ${rule} (at most ${cfg.maxIterations} rounds)`,
-    }));
-}
 
 /**
  * The machinery every execution transition shares: pinned definitions, entering a step (or completing),
@@ -172,7 +152,6 @@ export class StepMachine {
     ]
       .filter(Boolean)
       .join('\n\n---\n\n');
-    const reports = reportedVariables(workflow, next.loop?.loopId);
     return {
       step_name: step.id,
       agent_name: agentName,
@@ -182,7 +161,7 @@ export class StepMachine {
       guidance,
       ...(next.loop ? { loop: next.loop } : {}),
       ...(next.notices.length > 0 ? { notices: next.notices } : {}),
-      ...(reports.length > 0 ? { reports } : {}),
+      fill: stepFill(workflow, step, next.context, 'durable'),
     };
   }
 

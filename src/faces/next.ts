@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { DomainFailure, fail } from '../engine/errors.js';
 import type { InputResolution } from '../engine/inputs.js';
 import type { Workflow } from '../model/workflow.js';
 
@@ -66,4 +67,32 @@ export function startCall(workflow: Workflow): NextCall {
       ? Object.fromEntries(needed.map(([name, spec]) => [`inputs.${name}`, spec.description]))
       : undefined,
   );
+}
+
+/**
+ * Runs a call whose context may miss a variable the workflow needs (PRECONDITION_FAILED); the failure
+ * then carries the same call as its fix, without the refused value and with `fill` naming the variable
+ * (`context.<path>`), so nothing is left to guess.
+ */
+export async function retryingContext<T>(
+  tool: string,
+  args: Record<string, unknown>,
+  run: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (!(error instanceof DomainFailure) || error.error.code !== 'precondition_failed' || error.error.retry)
+      throw error;
+    const e = error.error;
+    const retry = structuredClone(args);
+    const keys = ['context', ...e.variable.split('.')];
+    let at: unknown = retry;
+    for (const key of keys.slice(0, -1)) at = (at as Record<string, unknown> | undefined)?.[key];
+    if (at !== null && typeof at === 'object') delete (at as Record<string, unknown>)[keys.at(-1) as string];
+    return fail({
+      ...e,
+      retry: { tool, arguments: retry, fill: { [`context.${e.variable}`]: `required: ${e.expected}` } },
+    });
+  }
 }

@@ -40,12 +40,12 @@ export function instructionsFor(tools: ToolSwitch): string {
   const parts = ['workflowlookup keeps you on the rails of a multi-step workflow.'];
   if (has('workflow_start', 'workflow_next_step')) {
     parts.push(
-      `Choose one${has('workflow_list') ? ' with workflow_list' : ''}, begin it with workflow_start {workflow_id}, do what agent_content says and report it with the workflow_next_step call in the answer's next (fill in output.summary).${has('workflow_resume') ? ' After a context reset, workflow_resume {execution_id} hands back the current step.' : ''}`,
+      `Choose one${has('workflow_list') ? ' with workflow_list' : ''}, begin it with workflow_start {workflow_id}, do what agent_content says and report it with the workflow_next_step call in the answer's next, filling in what its fill names (output.summary, the context variables later steps read).${has('workflow_resume') ? ' After a context reset, workflow_resume {execution_id} hands back the current step.' : ''}`,
     );
   }
   if (has('workflow_next')) {
     parts.push(
-      `Stateless guidance: workflow_next {workflowId, completedSteps, context} returns one step; send back the completedSteps and context it returns, plus the context variables the step sets${has('workflow_validate') ? ', and check a step output with workflow_validate' : ''}.`,
+      `Stateless guidance: workflow_next {workflowId, completedSteps, context} returns one step and, in next, the workflow_next call to send when it is done (fill names the context variables to add)${has('workflow_validate') ? ', and check a step output with workflow_validate' : ''}.`,
     );
   }
   if (has('workflow_validate_manifest', 'workflow_save')) {

@@ -37,16 +37,18 @@ export function leanStep(view: StepView) {
   };
 }
 
+/** The fill of a step view; replay records from before `fill` existed get what they carried then. */
+export function viewFill(stepName: string, view?: StepView): Record<string, string> {
+  if (view?.fill !== undefined) return view.fill;
+  return {
+    'output.summary': `what you did for step "${stepName}" (its validation criteria check this text)`,
+    ...Object.fromEntries((view?.reports ?? []).map((r) => [`output.context.${r.name}`, r.hint])),
+  };
+}
+
 /** Reporting the step the agent was given: the token travels here and nowhere else in the answer. */
-export function submitStep(stepName: string, token: string, view?: StepView): NextCall {
-  return next(
-    'workflow_next_step',
-    { token },
-    {
-      'output.summary': `what you did for step "${stepName}" (its validation criteria check this text)`,
-      ...Object.fromEntries((view?.reports ?? []).map((r) => [`output.context.${r.name}`, r.hint])),
-    },
-  );
+export function submitStep(token: string, fill: Record<string, string>): NextCall {
+  return next('workflow_next_step', { token }, fill);
 }
 
 export const resumeCall = (executionId: string) => next('workflow_resume', { execution_id: executionId });
@@ -56,7 +58,7 @@ export const unpauseCall = (executionId: string) =>
   next('workflow_set_state', { execution_id: executionId, state: 'running' });
 
 const SEND_NEXT =
-  'Do what agent_content says, then send the call in next with output.summary filled in (context variables the step sets go in output.context).';
+  'Do what agent_content says, then send the call in next with every path its fill names filled in.';
 
 /** The answer of workflow_start and workflow_next_step. */
 export function presentOutcome(outcome: Outcome): Record<string, unknown> {
@@ -79,7 +81,7 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
       validation: outcome.validation,
       message: `Step '${outcome.step_name}' output did not pass validation: ${outcome.validation.issues.join('; ')}. Fix it and send the call in next again.`,
       next: outcome.token
-        ? [submitStep(outcome.step_name, outcome.token)]
+        ? [submitStep(outcome.token, outcome.fill ?? viewFill(outcome.step_name))]
         : [resumeCall(outcome.execution_id)],
     };
   }
@@ -109,7 +111,7 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
       step_name: stepName,
       ...leanStep(outcome.view),
       next: outcome.token
-        ? [submitStep(stepName, outcome.token, outcome.view)]
+        ? [submitStep(outcome.token, viewFill(stepName, outcome.view))]
         : paused
           ? [unpauseCall(outcome.execution_id)]
           : [resumeCall(outcome.execution_id)],
@@ -182,7 +184,7 @@ export function presentCurrent(current: CurrentState) {
     next: paused
       ? [unpauseCall(current.execution_id)]
       : view && current.token
-        ? [submitStep(view.step_name, current.token, view)]
+        ? [submitStep(current.token, viewFill(view.step_name, view))]
         : [],
   };
 }

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { EXECUTION_STATES } from '../../engine/state-machine.js';
 import type { ExecutionService } from '../../executions/execution-service.js';
 import { IdSchema } from '../../model/workflow.js';
-import { NextSchema } from '../next.js';
+import { NextSchema, retryingContext } from '../next.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 import { VIEW_TOOL_META } from './app-view.js';
 import {
@@ -33,6 +33,9 @@ const ArtifactSchema = z.union([
     content_type: z.string().min(1).max(128).optional().describe('MIME type (default text/plain)'),
     metadata: z.record(z.string(), z.unknown()).optional().describe('Free-form metadata'),
   }),
+  z
+    .looseObject({ kind: z.string().regex(/^wr\./).max(128).describe('e.g. wr.loop_control, wr.assessment') })
+    .describe('A WorkRail artifact object, as the fill of next shows it'),
 ]);
 
 const OutputSchema = z
@@ -136,14 +139,16 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
       meta: VIEW_TOOL_META,
       handler: async (input, { caller }) =>
         presentOutcome(
-          await (await service()).start(
-            {
-              workflow_id: input.workflow_id,
-              execution_id: input.execution_id,
-              context: input.context,
-              inputs: input.inputs,
-            },
-            caller,
+          await retryingContext('workflow_start', input, async () =>
+            (await service()).start(
+              {
+                workflow_id: input.workflow_id,
+                execution_id: input.execution_id,
+                context: input.context,
+                inputs: input.inputs,
+              },
+              caller,
+            ),
           ),
         ) as z.input<typeof AdvanceResultSchema>,
     }),

@@ -1,7 +1,9 @@
 import * as z from 'zod';
 import type { CatalogRegistry } from '../../catalogs/catalog-registry.js';
 import { missingCatalogs, requiredCatalogs } from '../../catalogs/requirements.js';
+import { checkStepContext, refuseContext } from '../../engine/context-needs.js';
 import { fail } from '../../engine/errors.js';
+import { stepFill } from '../../engine/fill.js';
 import { buildGuidance, contextScope } from '../../engine/guidance.js';
 import { allStepIds, findActionStep, nextStep } from '../../engine/next-step.js';
 import { CriteriaError, GENERIC_SUGGESTION, type ValidationEngine } from '../../engine/validation-engine.js';
@@ -10,8 +12,11 @@ import { ID_PATTERN, IdSchema, isCommandStep, type Workflow } from '../../model/
 import { toMermaid, workflowDiagram } from '../../workflows/diagram.js';
 import { formatOf } from '../../workflows/parse.js';
 import { contentVersion, type Listing, type WorkflowRegistry } from '../../workflows/registry.js';
+import { NextSchema, next as nextCall, retryingContext } from '../next.js';
 import { ViolationSchema } from '../schemas.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
+
+const orUndefined = (fill: Record<string, string>) => (Object.keys(fill).length > 0 ? fill : undefined);
 
 /** Step outputs above this size are rejected as invalid params (1 MiB of text). */
 export const MAX_OUTPUT_CHARS = 1_048_576;
@@ -335,14 +340,23 @@ export function guidanceTools({
           .array(z.string())
           .optional()
           .describe('Things to know, e.g. a loop that stopped at its iteration limit'),
+        next: NextSchema.optional().describe(
+          'The workflow_next call to send once the step is done (fill: the context variables to add); empty when complete',
+        ),
       }),
       annotations: READ_ONLY,
       summarize: (r) => (r.step ? `Next step: ${r.step.id}.` : 'The workflow is complete.'),
-      handler: async ({ workflowId, currentStep, completedSteps, context }) => {
+      handler: async (args) => {
+        const { workflowId, currentStep, completedSteps, context } = args;
         await registry.ready();
         const { workflow } = registry.require(workflowId);
         checkStepIds(workflow, currentStep === undefined ? completedSteps : [currentStep, ...completedSteps]);
-        const next = nextStep(workflow, completedSteps, context ?? {});
+        const next = await retryingContext('workflow_next', args, async () => {
+          // The variables the completed steps had to set, and every value conditions read, must fit.
+          const check = checkStepContext(workflow, completedSteps, context ?? {}, context, 'context.');
+          if (check.issues.length > 0) refuseContext(workflow, check);
+          return nextStep(workflow, completedSteps, context ?? {});
+        });
         const guidance = next.step
           ? buildGuidance(
               workflow,
@@ -369,6 +383,19 @@ export function guidanceTools({
           context: next.context,
           ...(next.loop ? { loop: next.loop } : {}),
           ...(next.notices.length > 0 ? { notices: next.notices } : {}),
+          next: next.step
+            ? [
+                nextCall(
+                  'workflow_next',
+                  {
+                    workflowId,
+                    completedSteps: [...next.completedSteps, next.step.id],
+                    context: next.context,
+                  },
+                  orUndefined(stepFill(workflow, next.step, next.context, 'stateless')),
+                ),
+              ]
+            : [],
         };
       },
     }),
