@@ -9,7 +9,7 @@ import { allStepIds, findActionStep, nextStep } from '../../engine/next-step.js'
 import { CriteriaError, GENERIC_SUGGESTION, type ValidationEngine } from '../../engine/validation-engine.js';
 import { checkSubmission, withSubmissionCheck } from '../../engine/workrail.js';
 import { ID_PATTERN, IdSchema, isCommandStep, type Workflow } from '../../model/workflow.js';
-import { toMermaid, workflowDiagram } from '../../workflows/diagram.js';
+import { contextTable, toMermaid, workflowDiagram } from '../../workflows/diagram.js';
 import { formatOf } from '../../workflows/parse.js';
 import { contentVersion, type Listing, type WorkflowRegistry } from '../../workflows/registry.js';
 import { NextSchema, next as nextCall, retryingContext } from '../next.js';
@@ -257,6 +257,12 @@ export function guidanceTools({
             .string()
             .optional()
             .describe('Mermaid flowchart: steps, conditions on edges, loops, command steps (diagram view)'),
+          context: z
+            .array(z.looseObject({}))
+            .optional()
+            .describe(
+              'Context variables the workflow reads: {variable, expects, set_by, required, read_by, at_start?} (source and diagram views)',
+            ),
         })
         .describe('The workflow definition (valid against the workflow JSON Schema), or its source view'),
       annotations: READ_ONLY,
@@ -264,7 +270,12 @@ export function guidanceTools({
       handler: async ({ id, view }) => {
         await registry.ready();
         if (view === 'diagram') {
-          return { workflow_id: id, mermaid: toMermaid(workflowDiagram(registry.require(id).workflow)) };
+          const { workflow } = registry.require(id);
+          return {
+            workflow_id: id,
+            mermaid: toMermaid(workflowDiagram(workflow)),
+            context: contextTable(workflow),
+          };
         }
         if (view !== 'source') return registry.require(id).workflow;
         const entry = registry.get(id);
@@ -279,6 +290,7 @@ export function guidanceTools({
           content: bytes.toString('utf8'),
           parsed: entry.status === 'valid' ? entry.workflow : null,
           version: contentVersion(bytes),
+          ...(entry.status === 'valid' ? { context: contextTable(entry.workflow) } : {}),
           ...(entry.status === 'broken' ? { violations: entry.violations } : {}),
         };
       },
