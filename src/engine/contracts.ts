@@ -286,7 +286,7 @@ export function contractShape(ref: string): ContractShape | undefined {
 export function contractInstruction(ref: string, required = true): string {
   const shape = contractShape(ref);
   if (shape === undefined) return `Artifact for contract ${ref}.`;
-  return `Artifact ${shape.kind}${required ? '' : ' (optional)'}: ${shape.fields}. Put it in output.artifacts, e.g. ${JSON.stringify(shape.example)}.`;
+  return `Artifact ${shape.kind}${required ? '' : ' (optional)'}: ${shape.fields}. Put it in output.artifacts (or a json code block of the summary), e.g. ${JSON.stringify(shape.example)}.`;
 }
 
 export interface ContractCheck {

@@ -29,6 +29,9 @@ export interface Caller {
 
 export const localCaller = (): Caller => ({ principal: LOCAL_PRINCIPAL });
 
+/** A WorkRail artifact as WorkRail takes it: `kind` and the contract's fields (kept as a JSON data artifact). */
+export type KindArtifact = { kind: string } & Record<string, unknown>;
+
 export type ArtifactInput =
   | string
   | {
@@ -37,7 +40,22 @@ export type ArtifactInput =
       content: string;
       content_type?: string | undefined;
       metadata?: Record<string, unknown> | undefined;
+    }
+  | KindArtifact;
+
+/** How an artifact is kept: a WorkRail artifact becomes a JSON `data` artifact named by its kind. */
+export function storedArtifact(a: Exclude<ArtifactInput, string>) {
+  if ('kind' in a && typeof a.kind === 'string' && !('content' in a)) {
+    return {
+      type: 'data' as const,
+      name: a.kind,
+      content: JSON.stringify(a),
+      content_type: 'application/json',
+      metadata: undefined,
     };
+  }
+  return a as Exclude<ArtifactInput, string | KindArtifact>;
+}
 
 export interface StepOutput {
   summary: string;
@@ -196,13 +214,14 @@ export function checkArtifacts(artifacts: readonly ArtifactInput[]): void {
   let total = 0;
   for (const a of artifacts) {
     if (typeof a === 'string') continue;
-    const size = Buffer.byteLength(a.content);
+    const stored = storedArtifact(a);
+    const size = Buffer.byteLength(stored.content);
     total += size;
     if (size > MAX_ARTIFACT_BYTES) {
       fail({
         code: 'invalid_params',
         message: 'Invalid params',
-        details: `artifact '${a.name}' is ${size} bytes; the limit is ${MAX_ARTIFACT_BYTES} bytes per artifact`,
+        details: `artifact '${stored.name}' is ${size} bytes; the limit is ${MAX_ARTIFACT_BYTES} bytes per artifact`,
       });
     }
   }

@@ -25,6 +25,7 @@ import {
   outputForTemplates,
   type StepOutput,
   type StepView,
+  storedArtifact,
 } from './execution-model.js';
 import { ExecutionQueries } from './execution-queries.js';
 
@@ -421,8 +422,9 @@ export class ExecutionService {
         row.attempts += 1;
         row.output = output;
         await tx.updateStep(row);
-        for (const artifact of output.artifacts ?? []) {
-          if (typeof artifact === 'string') continue;
+        for (const given of output.artifacts ?? []) {
+          if (typeof given === 'string') continue;
+          const artifact = storedArtifact(given);
           const content = artifact.content;
           const id = await tx.insertArtifact({
             execution_id: exec.execution_id,

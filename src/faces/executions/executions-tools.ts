@@ -33,6 +33,9 @@ const ArtifactSchema = z.union([
     content_type: z.string().min(1).max(128).optional().describe('MIME type (default text/plain)'),
     metadata: z.record(z.string(), z.unknown()).optional().describe('Free-form metadata'),
   }),
+  z
+    .looseObject({ kind: z.string().min(1).max(128) })
+    .describe("A WorkRail artifact: kind and the contract's fields, as the step asks"),
 ]);
 
 const OutputSchema = z
