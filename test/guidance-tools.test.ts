@@ -364,8 +364,8 @@ describe('workflow_validate', () => {
       valid: false,
       issues: ['Must mention authentication'],
       suggestions: [
-        'Describe how requests are authenticated.',
         'Review validation criteria and adjust output accordingly.',
+        'Describe how requests are authenticated.',
       ],
     });
   });

@@ -99,8 +99,9 @@ const SCENARIOS: Record<string, Scenario[]> = {
       statelessPath: ['assess-task', 'expert-fast-track', 'implement', 'wrap-up'],
     },
     {
-      name: 'medium task, intermediate, complexity 0.6',
-      context: { taskScope: 'medium', userExpertise: 'intermediate', complexity: 0.6 },
+      // Conditions compare text ignoring case and spaces (the rule the fill hint states).
+      name: 'medium task, intermediate, complexity 0.6, in other cases',
+      context: { taskScope: 'Medium', userExpertise: ' INTERMEDIATE ', complexity: 0.6 },
       summaries: { 'assess-task': 'Scope: medium. Expertise: intermediate. Complexity: 0.6.' },
       path: ['assess-task', 'guided-walkthrough', 'test-plan', 'implement', 'wrap-up'],
     },

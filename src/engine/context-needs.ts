@@ -604,8 +604,9 @@ export function valueProblem(v: ContextVariable, value: unknown): string | undef
       return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? undefined : bad();
     case 'boolean':
     case 'flag':
+      // As conditions compare: "true"/"yes"/"1" equal true, "false"/"no"/"0" equal false.
       return typeof value === 'boolean' ||
-        (typeof value === 'string' && /^(?:true|false)$/i.test(value.trim()))
+        (typeof value === 'string' && /^(?:true|false|yes|no|1|0)$/i.test(value.trim()))
         ? undefined
         : bad();
     case 'number':

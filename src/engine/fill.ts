@@ -15,6 +15,7 @@ import {
 } from '../model/workflow.js';
 import { type Context, evaluateCondition } from './conditions.js';
 import { contextFill, type FillItem } from './context-needs.js';
+import { contractShape } from './contracts.js';
 import {
   ASSESSMENT_KIND,
   decisionTarget,
@@ -102,6 +103,19 @@ function contractItems(workflow: Workflow, step: PromptStep, face: FillFace): Fi
         face === 'durable'
           ? `${required ? 'required' : 'optional'}: {"kind": "${LOOP_CONTROL_KIND}", "decision": "continue" | "stop"}${which}`
           : `${required ? 'required' : 'optional'}: "continue" or "stop"${which}`,
+    });
+  }
+  if (contract !== undefined && contract.contractRef !== LOOP_CONTROL_CONTRACT && face === 'durable') {
+    // A handoff contract (coding_handoff, review_verdict, ...): its artifact, fields and an example.
+    const shape = contractShape(contract.contractRef);
+    const required = contract.required !== false;
+    out.push({
+      target: 'artifact',
+      path: contract.contractRef,
+      required,
+      text: shape
+        ? `${required ? 'required' : 'optional'}: {"kind": ${JSON.stringify(shape.kind)}, ...} with ${shape.fields}; e.g. ${JSON.stringify(shape.example)}`
+        : `${required ? 'required' : 'optional'}: the artifact of contract ${contract.contractRef}`,
     });
   }
   if (face === 'durable') {

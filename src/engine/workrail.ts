@@ -17,6 +17,7 @@ import {
   type Workflow,
 } from '../model/workflow.js';
 import { asRecord, type Context, evaluateCondition } from './conditions.js';
+import { checkContract, contractInstruction, knownContract, LOOP_CONTROL_CONTRACT } from './contracts.js';
 import type { ValidationResult } from './validation-engine.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -229,7 +230,7 @@ export function describeFunction(def: FunctionDefinition): string {
 // ---------------------------------------------------------------------------------------------
 // Artifacts the agent reports: the loop-control contract and assessments
 
-export const LOOP_CONTROL_CONTRACT = 'wr.contracts.loop_control';
+export { LOOP_CONTROL_CONTRACT };
 export const ASSESSMENT_CONTRACT = 'wr.contracts.assessment';
 export const LOOP_CONTROL_KIND = 'wr.loop_control';
 export const ASSESSMENT_KIND = 'wr.assessment';
@@ -241,7 +242,10 @@ export type LoopDecision = 'continue' | 'stop';
 
 export interface ReportedOutput {
   summary: string;
-  artifacts?: readonly (string | { type: string; content: string })[] | undefined;
+  /** Ids, stored artifacts (`type` a `wr.` kind, JSON `content`), or WorkRail's own `{kind, ...}` objects. */
+  artifacts?:
+    | readonly (string | { type: string; content: string } | ({ kind: string } & Record<string, unknown>))[]
+    | undefined;
 }
 
 const FENCE = /```(?:json)?[ \t]*\n([\s\S]*?)```/g;
@@ -265,20 +269,27 @@ function collect(value: unknown, into: Record<string, unknown>[]): void {
 }
 
 /**
- * The WorkRail artifacts in a step output: `{"artifacts": [...]}` (or one `{kind, ...}` object) as the
- * whole summary or in a ```json block of it, and stored artifacts whose type is a `wr.` kind with JSON
- * content.
+ * The WorkRail artifacts in a step output: WorkRail's own `{kind, ...}` objects in `output.artifacts`
+ * first, then `{"artifacts": [...]}` (or one `{kind, ...}` object) as the whole summary or in a
+ * ```json block of it, and stored artifacts whose type is a `wr.` kind with JSON content.
  */
 export function reportedArtifacts(output: ReportedOutput): Record<string, unknown>[] {
   const found: Record<string, unknown>[] = [];
-  const text = output.summary.trim();
-  if (text.startsWith('{')) collect(tryJson(text), found);
-  if (found.length === 0 && text.includes('```')) {
-    for (const m of text.matchAll(FENCE)) collect(tryJson(m[1] ?? ''), found);
-  }
   for (const a of output.artifacts ?? []) {
-    if (typeof a === 'string' || !a.type.startsWith('wr.')) continue;
-    const content = asRecord(tryJson(a.content));
+    if (typeof a !== 'string' && typeof (a as { kind?: unknown }).kind === 'string')
+      found.push(a as Record<string, unknown>);
+  }
+  const text = output.summary.trim();
+  const inText: Record<string, unknown>[] = [];
+  if (text.startsWith('{')) collect(tryJson(text), inText);
+  if (inText.length === 0 && text.includes('```')) {
+    for (const m of text.matchAll(FENCE)) collect(tryJson(m[1] ?? ''), inText);
+  }
+  found.push(...inText);
+  for (const a of output.artifacts ?? []) {
+    if (typeof a === 'string' || !('type' in a) || typeof a.type !== 'string' || !a.type.startsWith('wr.'))
+      continue;
+    const content = asRecord(tryJson(String(a.content)));
     found.push({ ...content, kind: a.type });
   }
   return found;
@@ -329,6 +340,11 @@ export function checkSubmission(
   if (!hasWorkrailChecks(step)) return result;
   const artifacts = reportedArtifacts(output);
   const contract = step.outputContract;
+  if (contract !== undefined && contract.contractRef !== LOOP_CONTROL_CONTRACT) {
+    const checked = checkContract(contract.contractRef, artifacts, contract.required !== false);
+    result.issues.push(...checked.issues);
+    result.suggestions.push(...checked.suggestions);
+  }
   if (contract?.contractRef === LOOP_CONTROL_CONTRACT) {
     const control = artifacts.filter((a) => a.kind === LOOP_CONTROL_KIND).at(-1);
     const decision = control?.decision;
@@ -397,10 +413,11 @@ function assessmentHint(def: Assessment): string {
 /** What the step guidance tells the agent to report: the contract artifact and each assessment. */
 export function reportingInstructions(workflow: Workflow, step: PromptStep): string[] {
   const out: string[] = [];
-  if (step.outputContract?.contractRef === LOOP_CONTROL_CONTRACT) {
-    out.push(
-      `Loop decision${step.outputContract.required === false ? ' (optional)' : ''}: ${LOOP_CONTROL_HINT}`,
-    );
+  const contract = step.outputContract;
+  if (contract?.contractRef === LOOP_CONTROL_CONTRACT) {
+    out.push(`Loop decision${contract.required === false ? ' (optional)' : ''}: ${LOOP_CONTROL_HINT}`);
+  } else if (contract !== undefined && knownContract(contract.contractRef)) {
+    out.push(contractInstruction(contract.contractRef, contract.required !== false));
   }
   const defs = new Map((workflow.assessments ?? []).map((a) => [a.id, a]));
   for (const ref of step.assessmentRefs ?? []) {
@@ -595,7 +612,7 @@ export function workrailWarnings(workflow: Workflow): Violation[] {
     if (step.parallelDelegations !== undefined)
       note('parallelDelegations (no sub-agents are spawned)', `${path}/parallelDelegations`);
     const contract = (step.outputContract as { contractRef?: unknown } | undefined)?.contractRef;
-    if (typeof contract === 'string' && contract !== LOOP_CONTROL_CONTRACT)
+    if (typeof contract === 'string' && !knownContract(contract))
       note(`outputContract ${contract}`, `${path}/outputContract`);
     const blocks = step.promptBlocks as PromptBlocks | undefined;
     for (const block of Object.values(blocks ?? {})) {

@@ -29,44 +29,32 @@ export interface Caller {
 
 export const localCaller = (): Caller => ({ principal: LOCAL_PRINCIPAL });
 
-export interface StoredArtifactInput {
-  type: 'file' | 'data' | 'report' | 'finding';
-  name: string;
-  content: string;
-  content_type?: string | undefined;
-  metadata?: Record<string, unknown> | undefined;
-}
-
-/** A WorkRail artifact given as an object, e.g. `{kind: "wr.loop_control", decision: "stop"}`. */
+/** A WorkRail artifact as WorkRail takes it: `kind` and the contract's fields (kept as a JSON data artifact). */
 export type KindArtifact = { kind: string } & Record<string, unknown>;
 
-export type ArtifactInput = string | StoredArtifactInput | KindArtifact;
+export type ArtifactInput =
+  | string
+  | {
+      type: 'file' | 'data' | 'report' | 'finding';
+      name: string;
+      content: string;
+      content_type?: string | undefined;
+      metadata?: Record<string, unknown> | undefined;
+    }
+  | KindArtifact;
 
-const isKind = (a: StoredArtifactInput | KindArtifact): a is KindArtifact => 'kind' in a;
-
-/** How an artifact is kept: a WorkRail artifact object becomes a JSON `data` artifact named by its kind. */
-export function storedArtifact(a: StoredArtifactInput | KindArtifact): StoredArtifactInput {
-  if (!isKind(a)) return a;
-  return {
-    type: 'data',
-    name: a.kind,
-    content: JSON.stringify(a),
-    content_type: 'application/json',
-    metadata: { kind: a.kind },
-  };
-}
-
-/** The output as the WorkRail checks read it: artifact objects as artifacts typed by their kind. */
-export function submittedArtifacts(output: StepOutput): {
-  summary: string;
-  artifacts: (string | { type: string; content: string })[];
-} {
-  return {
-    summary: output.summary,
-    artifacts: (output.artifacts ?? []).map((a) =>
-      typeof a !== 'string' && isKind(a) ? { type: a.kind, content: JSON.stringify(a) } : a,
-    ),
-  };
+/** How an artifact is kept: a WorkRail artifact becomes a JSON `data` artifact named by its kind. */
+export function storedArtifact(a: Exclude<ArtifactInput, string>) {
+  if ('kind' in a && typeof a.kind === 'string' && !('content' in a)) {
+    return {
+      type: 'data' as const,
+      name: a.kind,
+      content: JSON.stringify(a),
+      content_type: 'application/json',
+      metadata: undefined,
+    };
+  }
+  return a as Exclude<ArtifactInput, string | KindArtifact>;
 }
 
 /** A step's criteria result with the context check added: every problem is reported at once. */
@@ -245,16 +233,16 @@ export function plannedSteps(workflow: Workflow): number {
 /** Refuses oversized artifacts before anything is written. */
 export function checkArtifacts(artifacts: readonly ArtifactInput[]): void {
   let total = 0;
-  for (const given of artifacts) {
-    if (typeof given === 'string') continue;
-    const a = storedArtifact(given);
-    const size = Buffer.byteLength(a.content);
+  for (const a of artifacts) {
+    if (typeof a === 'string') continue;
+    const stored = storedArtifact(a);
+    const size = Buffer.byteLength(stored.content);
     total += size;
     if (size > MAX_ARTIFACT_BYTES) {
       fail({
         code: 'invalid_params',
         message: 'Invalid params',
-        details: `artifact '${a.name}' is ${size} bytes; the limit is ${MAX_ARTIFACT_BYTES} bytes per artifact`,
+        details: `artifact '${stored.name}' is ${size} bytes; the limit is ${MAX_ARTIFACT_BYTES} bytes per artifact`,
       });
     }
   }

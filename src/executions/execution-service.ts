@@ -28,7 +28,6 @@ import {
   type StepOutput,
   type StepView,
   storedArtifact,
-  submittedArtifacts,
   withContextCheck,
 } from './execution-model.js';
 import { ExecutionQueries } from './execution-queries.js';
@@ -395,7 +394,7 @@ export class ExecutionService {
       }
       // WorkRail contracts and assessments: a missing artifact refuses the output like a failed rule, and
       // a fired assessment consequence keeps the step current with its follow-up guidance.
-      const reported = checkSubmission(workflow, step, submittedArtifacts(output));
+      const reported = checkSubmission(workflow, step, output);
       validation = withSubmissionCheck(validation, reported);
       // The context the output leaves: values that fit what conditions compare, the variables it must set.
       const contextCheck = checkStepContext(

@@ -1,6 +1,8 @@
 // Words the outcomes of the execution service for the wire: tool answers, messages, instructions and
-// the call to make next. Every value appears once: the step prompt (with its title, criteria, notices
-// and loop position) in agent_content, the continuation token in the workflow_next_step call of `next`.
+// the call to make next. The step prompt (with its title, criteria, notices and loop position) appears
+// once, in agent_content. The continuation token is where seed 004 shows it (`new_token` in the tool
+// answers, `continuation_token` in the current_step resource and workflow_resume) and in the
+// workflow_next_step call of `next`, ready to send.
 import type { CurrentState, Outcome, StepView } from '../../executions/execution-model.js';
 import { type NextCall, next } from '../next.js';
 
@@ -80,6 +82,7 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
       step_name: outcome.step_name,
       validation: outcome.validation,
       message: `Step '${outcome.step_name}' output did not pass validation: ${outcome.validation.issues.join('; ')}. Fix it and send the call in next again.`,
+      ...(outcome.token ? { new_token: outcome.token } : {}),
       next: outcome.token
         ? [submitStep(outcome.token, outcome.fill ?? viewFill(outcome.step_name))]
         : [resumeCall(outcome.execution_id)],
@@ -110,6 +113,7 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
       ...commands,
       step_name: stepName,
       ...leanStep(outcome.view),
+      ...(outcome.token ? { new_token: outcome.token } : {}),
       next: outcome.token
         ? [submitStep(outcome.token, viewFill(stepName, outcome.view))]
         : paused
@@ -175,6 +179,7 @@ export function presentCurrent(current: CurrentState) {
     ...base,
     step_status: view ? 'running' : null,
     ...(view ? leanStep(view) : { agent_name: null, progress: null, agent_content: null }),
+    ...(view && current.token && !paused ? { continuation_token: current.token } : {}),
     instructions: view
       ? paused
         ? 'The execution is paused. Set it running with the call in next, then call workflow_resume for the step.'

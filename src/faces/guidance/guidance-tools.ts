@@ -23,7 +23,7 @@ export const MAX_OUTPUT_CHARS = 1_048_576;
 
 const ContextSchema = z
   .record(z.string(), z.unknown())
-  .describe('Execution context: variables such as taskScope, userExpertise, complexity that conditions read');
+  .describe('Variables conditions read (taskScope, complexity, ...)');
 
 const StepIdSchema = z.string().regex(new RegExp(ID_PATTERN)).min(3).max(64);
 
@@ -158,7 +158,7 @@ export function guidanceTools({
       aliases: ['workflow.list'],
       title: 'List workflows',
       description:
-        'Lists workflows (ready: false with a reason when one cannot start yet); invalid files are in `broken`. Pages: limit, then cursor = next_cursor.',
+        'Lists workflows (ready: false says why one cannot start); broken lists invalid files. Page with limit, then cursor = next_cursor.',
       inputSchema: z.strictObject({
         limit: z
           .number()
@@ -221,17 +221,12 @@ export function guidanceTools({
       aliases: ['workflow.get'],
       title: 'Get a workflow',
       description:
-        'Retrieves a workflow definition by id. view "source" returns the file for editing instead: {workflow_id, path, format, content, parsed, version}; view "diagram" returns {workflow_id, mermaid}, a Mermaid flowchart to show the user (in a ```mermaid block).',
+        'Retrieves a workflow by ID. view source: its file, to edit; view diagram: a Mermaid flowchart to show the user.',
       // Seed 001 fixes this schema (id); workflow_id, the name every other tool uses, is accepted too.
       argumentAliases: { workflow_id: 'id' },
       inputSchema: z.strictObject({
         id: IdSchema.describe('Workflow id'),
-        view: z
-          .enum(['definition', 'source', 'diagram'])
-          .optional()
-          .describe(
-            'definition (default): the parsed workflow; source: the file text and its version; diagram: Mermaid text',
-          ),
+        view: z.enum(['definition', 'source', 'diagram']).optional().describe('Default: definition'),
       }),
       outputSchema: z
         .looseObject({
@@ -302,7 +297,7 @@ export function guidanceTools({
       argumentAliases: { workflow_id: 'workflowId' },
       title: 'Next workflow step',
       description:
-        'Gets the next step and its guidance from the steps completed so far and the context. Send back the returned completedSteps and context (they carry loop progress).',
+        'Gets the next step guidance from the completed steps and the context; send back the completedSteps and context it returns.',
       inputSchema: z.strictObject({
         workflowId: IdSchema.describe('The workflow ID'),
         currentStep: StepIdSchema.optional().describe('Current step ID (optional)'),
@@ -416,12 +411,12 @@ export function guidanceTools({
       argumentAliases: { workflow_id: 'workflowId' },
       title: 'Validate step output',
       description:
-        "Checks one step's output against that step's validation criteria (contains, regex, length, JSON Schema; and/or/not; context-aware). Not a manifest check: that is workflow_validate_manifest (alias workflow.validate).",
+        "Validates a step's output against its criteria (a manifest check is workflow_validate_manifest).",
       inputSchema: z.strictObject({
         workflowId: IdSchema.describe('The workflow ID'),
         stepId: StepIdSchema.describe('The step ID to validate'),
         output: z.string().min(1).max(MAX_OUTPUT_CHARS).describe('The step output to validate'),
-        context: ContextSchema.optional().describe('Execution context for context-aware rules'),
+        context: ContextSchema.optional(),
       }),
       outputSchema: z.object({
         valid: z.boolean().describe('Whether the output meets every applicable criterion'),
