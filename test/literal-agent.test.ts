@@ -5,7 +5,7 @@
 // workflow_next_step) and the stateless one (workflow_next), over stdio and over HTTP, and must take the
 // path the scenario's values imply. In-process: the stdio rules over the SDK's in-memory transport, and
 // the real Streamable HTTP server on 127.0.0.1.
-import { readdirSync } from 'node:fs';
+import { copyFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,6 +36,8 @@ interface Scenario {
   inputs?: Record<string, unknown>;
   /** Loop decisions by loop id, in order of the rounds. */
   decisions?: Record<string, ('continue' | 'stop')[]>;
+  /** WorkRail artifacts by kind (handoff contracts). */
+  artifacts?: Record<string, Record<string, unknown>>;
   /** Summaries by step id (else the workflow's default); `{each}` for a refused first try. */
   summaries?: Record<string, Value>;
   /** The agent steps handed out, in order (a refused output hands its step out again). */
@@ -276,6 +278,62 @@ const SCENARIOS: Record<string, Scenario[]> = {
   ],
 };
 
+/**
+ * WorkRail fixtures the agent walks too (copied into the runtime dir): loops its loop-control artifact
+ * decides, and handoff contracts. Their fill names the artifact with its shape.
+ */
+const WORKRAIL_SCENARIOS: Record<string, Scenario[]> = {
+  'wr.artifact-loop': [
+    {
+      name: 'nothing to tidy: the first decision stops the loop before it starts',
+      decisions: { 'tidy-loop': ['stop'] },
+      path: ['look-first', 'wrap-up'],
+    },
+    {
+      name: 'two passes',
+      decisions: { 'tidy-loop': ['continue', 'continue', 'stop'] },
+      path: ['look-first', 'tidy-pass', 'tidy-decide', 'tidy-pass', 'tidy-decide', 'wrap-up'],
+    },
+  ],
+  'wr.handoff-demo': [
+    {
+      name: 'a handoff, no verdict (optional)',
+      artifacts: {
+        'wr.coding_handoff': {
+          kind: 'wr.coding_handoff',
+          version: 1,
+          keyDecisions: ['Cedar boards'],
+          knownLimitations: [],
+          testsAdded: [],
+          filesChanged: ['birdhouse.txt'],
+        },
+      },
+      path: ['build', 'inspect', 'hang'],
+    },
+    {
+      name: 'a handoff and a verdict',
+      artifacts: {
+        'wr.coding_handoff': {
+          kind: 'wr.coding_handoff',
+          version: 1,
+          keyDecisions: ['Pine boards'],
+          knownLimitations: ['Not painted'],
+          testsAdded: [],
+          filesChanged: ['birdhouse.txt'],
+        },
+        'wr.review_verdict': {
+          kind: 'wr.review_verdict',
+          verdict: 'minor',
+          confidence: 'high',
+          findings: [{ severity: 'nit', summary: 'A rough edge' }],
+          summary: 'Sturdy',
+        },
+      },
+      path: ['build', 'inspect', 'hang'],
+    },
+  ],
+};
+
 function setPath(target: Json, path: string, value: unknown): void {
   const keys = path.split('.');
   let at = target;
@@ -311,10 +369,11 @@ class Table {
     const loop = /^context\._loopControl\.(.+)$/.exec(path)?.[1];
     const kind = /"kind": "([^"]+)"/.exec(hint)?.[1];
     if (loop !== undefined || kind === 'wr.loop_control') {
-      const id = loop ?? Object.keys(s.decisions ?? {})[0] ?? '';
+      const id = loop ?? /leaves loop (\S+),/.exec(hint)?.[1] ?? '';
       const decision = this.take(`decision:${id}`, { each: s.decisions?.[id] ?? ['stop'] });
       return loop !== undefined ? decision : { kind, decision };
     }
+    if (kind !== undefined && s.artifacts?.[kind] !== undefined) return s.artifacts[kind];
     return ABSENT;
   }
 }
@@ -400,7 +459,7 @@ function scenarioSuite(transport: string, connect: () => Promise<Connection>) {
       for (const id of bundled) expect(SCENARIOS[id]?.length ?? 0, id).toBeGreaterThanOrEqual(2);
     });
 
-    for (const [workflowId, scenarios] of Object.entries(SCENARIOS)) {
+    for (const [workflowId, scenarios] of Object.entries({ ...SCENARIOS, ...WORKRAIL_SCENARIOS })) {
       for (const scenario of scenarios) {
         it(`durable: ${workflowId}, ${scenario.name}`, async () => {
           const first: NextCall = scenario.inputs
@@ -433,6 +492,8 @@ async function sandboxWithApi(): Promise<{ sb: Sandbox; apiUrl: string }> {
   const made = await apiSandbox();
   apis.push(made.api);
   sandboxes.push(made.sb);
+  for (const file of ['artifact-loop.json', 'handoff.json'])
+    copyFileSync(join(FIXTURES, 'workrail', file), join(made.sb.runtime, file));
   return { sb: made.sb, apiUrl: made.api.baseUrl };
 }
 

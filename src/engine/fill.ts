@@ -94,7 +94,7 @@ function contractItems(workflow: Workflow, step: PromptStep, face: FillFace): Fi
   if (contract?.contractRef === LOOP_CONTROL_CONTRACT) {
     const loop = decisionTarget(workflow, step.id, undefined);
     const required = contract.required !== false;
-    const which = loop ? ` ("stop" leaves loop "${loop.title}")` : '';
+    const which = loop ? ` ("stop" leaves loop ${loop.id}, "${loop.title}")` : '';
     out.push({
       target: 'decision',
       path: loop?.id ?? step.id,
