@@ -523,7 +523,7 @@ function listAfter(
   // Up to the end of the line; a parenthesis that names no compared value is a gloss ("small (one file)").
   const line = raw.split('\n')[0] ?? '';
   const window = line.replace(/\(([^()]*)\)/g, (all, inner: string) =>
-    [...wordsOf(inner)].some((w) => known.has(w.toLowerCase())) ? ` ${inner} ` : ' '.repeat(all.length),
+    [...wordsOf(inner)].some((w) => known.has(w.toLowerCase())) ? all : ' '.repeat(all.length),
   );
   for (let start = 0; start < Math.min(window.length, 60); start++) {
     if (start > 0 && /[A-Za-z0-9_]/.test(window[start - 1] as string)) continue;
