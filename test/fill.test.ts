@@ -246,6 +246,13 @@ describe('authors see the same analysis', () => {
     };
     const res = await call('workflow_validate_manifest', { manifest });
     expect(res.valid).toBe(true);
+    // Saved, its start call offers what only the start context sets in time.
+    const saved = await call('workflow_save', { content: JSON.stringify(manifest) });
+    expect(saved.next[0]).toEqual({
+      tool: 'workflow_start',
+      arguments: { workflow_id: 'unset-demo' },
+      fill: { 'context.early': 'optional: true or false (read before the first step)' },
+    });
     expect(res.warnings.map((w: Json) => [w.path, w.rule, w.actual])).toEqual([
       ['/steps/0/runCondition', 'undocumentedVariable', 'early'],
       ['/steps/1/runCondition', 'unsetVariable', 'mode'],
@@ -254,7 +261,7 @@ describe('authors see the same analysis', () => {
     ]);
     const [early, mode, things, ghost] = res.warnings.map((w: Json) => w.message);
     expect(early).toContain('Unset, its equals, in, text and numeric tests are false and not_equals is true');
-    expect(mode).toContain("no step's prompt asks for");
+    expect(mode).toContain('no step before the read asks for');
     expect(mode).toContain('fill offers it (optional) on step "first"');
     expect(things).toContain('loop "each" refuses to start (PRECONDITION_FAILED)');
     expect(ghost).toContain('declares no input "ghost"');

@@ -62,7 +62,7 @@ export function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | unde
       finding = {
         path,
         rule: 'unsetVariable',
-        message: `reads context variable "${variable}", which no step's prompt asks for (no step, input or default sets it). Unset, ${unset}${setter}`,
+        message: `reads context variable "${variable}", which no step before the read asks for by name (no step, input or default sets it). Unset, ${unset}${setter}`,
         actual: root,
       };
     } else if (v.atStart) {

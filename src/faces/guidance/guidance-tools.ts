@@ -18,6 +18,12 @@ import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 
 const orUndefined = (fill: Record<string, string>) => (Object.keys(fill).length > 0 ? fill : undefined);
 
+/** The context needs of a workflow for the source and diagram views; absent when it reads none. */
+function contextOf(workflow: Workflow | undefined) {
+  const context = workflow === undefined ? [] : contextTable(workflow);
+  return context.length > 0 ? { context } : {};
+}
+
 /** Step outputs above this size are rejected as invalid params (1 MiB of text). */
 export const MAX_OUTPUT_CHARS = 1_048_576;
 
@@ -269,7 +275,7 @@ export function guidanceTools({
           return {
             workflow_id: id,
             mermaid: toMermaid(workflowDiagram(workflow)),
-            context: contextTable(workflow),
+            ...contextOf(workflow),
           };
         }
         if (view !== 'source') return registry.require(id).workflow;
@@ -285,7 +291,7 @@ export function guidanceTools({
           content: bytes.toString('utf8'),
           parsed: entry.status === 'valid' ? entry.workflow : null,
           version: contentVersion(bytes),
-          ...(entry.status === 'valid' ? { context: contextTable(entry.workflow) } : {}),
+          ...contextOf(entry.status === 'valid' ? entry.workflow : undefined),
           ...(entry.status === 'broken' ? { violations: entry.violations } : {}),
         };
       },
