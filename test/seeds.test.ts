@@ -738,7 +738,11 @@ describe('seed 004: resources and tools of durable executions', () => {
       arguments: { token: 'eyJleGVjdXRpb25faWQiOiJleGVjXzAwMSJ9', output: { summary: 'x' } },
     });
     expect(answer.result.isError).toBe(true);
-    expect(answer.result.structuredContent.error).toMatchObject({ code: -32007 });
+    // Seed 004's error return: success false and the execution ("" when the token names none); the
+    // error itself is the structured error every tool answers with (code, message, data).
+    conforms(answer.result.structuredContent, { success: false, execution_id: '', error: {} });
+    expect(answer.result.structuredContent).toMatchObject({ success: false, error: { code: -32007 } });
+    expect(answer.result.structuredContent.error.message).toEqual(expect.any(String));
   });
 });
 

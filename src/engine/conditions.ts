@@ -127,9 +127,13 @@ function evaluate(condition: Condition, context: Context, depth: number): boolea
   check('equals' in condition, () => looseEquals(value, condition.equals));
   check('not_equals' in condition, () => !looseEquals(value, condition.not_equals));
   check(condition.in !== undefined, () => (condition.in ?? []).some((v) => looseEquals(value, v)));
-  // Text operators read strings, numbers and booleans as text; anything else reads as empty.
+  // Text operators read strings, numbers and booleans as text, and a list as its items joined by
+  // commas (as WorkRail reads it, so `contains` finds an item); anything else reads as empty.
   const lower = () =>
-    typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+    typeof value === 'string' ||
+    typeof value === 'number' ||
+    typeof value === 'boolean' ||
+    Array.isArray(value)
       ? String(value).trim().toLowerCase()
       : '';
   check(condition.contains !== undefined, () => lower().includes((condition.contains ?? '').toLowerCase()));

@@ -61,7 +61,7 @@ export interface StartInput {
   context?: Context | undefined;
   inputs?: Record<string, unknown> | undefined;
   /** A validated definition to run instead of the registry's (a manifest given inline), with its hash. */
-  definition?: { workflow: Workflow; hash: string } | undefined;
+  definition?: { workflow: Workflow; hash: string; definitionHash?: string | undefined } | undefined;
 }
 
 /**
@@ -137,13 +137,15 @@ export class ExecutionService {
       const raced = await tx.getExecution(executionId);
       if (raced) return this.existingStart(raced, input.workflow_id, caller, tx);
       const at = nowIso();
-      await tx.pinDefinition(entry.hash, workflow.id, JSON.stringify(workflow));
-      this.machine.remember(entry.hash, workflow);
+      // The file's hash, or the expanded definition's when routines were expanded into it.
+      const pin = entry.definitionHash ?? entry.hash;
+      await tx.pinDefinition(pin, workflow.id, JSON.stringify(workflow));
+      this.machine.remember(pin, workflow);
       const exec: ExecutionRecord = {
         execution_id: executionId,
         principal: caller.principal,
         workflow_name: workflow.id,
-        definition_hash: entry.hash,
+        definition_hash: pin,
         state: 'idle',
         current_step: null,
         current_seq: 0,
@@ -162,7 +164,7 @@ export class ExecutionService {
       await tx.insertExecution(exec);
       await this.machine.event(tx, 'workflow_created', exec, null, {
         workflow_name: workflow.id,
-        definition_hash: entry.hash,
+        definition_hash: pin,
       });
       await this.machine.transition(tx, exec, 'running');
       await this.machine.event(tx, 'workflow_started', exec, null, { workflow_name: workflow.id });
@@ -572,7 +574,8 @@ export class ExecutionService {
           exec.updated_at = nowIso();
           await tx.updateExecution(exec);
         }
-        view = machine.stepView(exec, workflow, nextStep(workflow, exec.completed_steps, exec.context));
+        // Back from a context reset: the persona and the metaGuidance in full again.
+        view = machine.stepView(exec, workflow, nextStep(workflow, exec.completed_steps, exec.context), true);
       }
       return {
         ...base,

@@ -527,7 +527,11 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], knownKeys: rea
 }
 
 /** A tools/call failure: an isError result carrying the same code and data as a direct call. */
-export function toToolErrorResult(error: RpcError): {
+export function toToolErrorResult(
+  error: RpcError,
+  /** Fields the tool's failures carry beside `error` (ToolDefinition.errorFields). */
+  extra: Record<string, unknown> = {},
+): {
   isError: true;
   content: { type: 'text'; text: string }[];
   structuredContent: Record<string, unknown>;
@@ -547,6 +551,6 @@ export function toToolErrorResult(error: RpcError): {
         text: `${summary} (${error.code}${data?.error_code ? ` ${data.error_code}` : ''})\n${JSON.stringify(payload)}`,
       },
     ],
-    structuredContent: { error: payload },
+    structuredContent: { ...extra, error: payload },
   };
 }

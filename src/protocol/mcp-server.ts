@@ -499,7 +499,7 @@ export function createMcpServer(parts: ServerParts): McpServer {
           if (error instanceof InputRequiredSignal) return error.result;
           throw error;
         }
-        if ('error' in outcome) return toToolErrorResult(outcome.error);
+        if ('error' in outcome) return toToolErrorResult(outcome.error, tool.errorFields?.(outcome.error));
         const structured = outcome.result as Record<string, unknown>;
         return toolResult(tool, structured);
       },

@@ -105,7 +105,7 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
           ? `${lead} ${ranCommands(outcome.commands.length)}; step '${stepName}' ready. ${SEND_NEXT}`
           : outcome.origin === 'started'
             ? `${lead} Step '${stepName}' ready.` // seed 004's words
-            : `Step '${stepName}' ready. ${SEND_NEXT}`;
+            : `Step '${stepName}' ready. Review agent_content and continue.`; // seed 004's words
     return {
       success: true,
       ...base,

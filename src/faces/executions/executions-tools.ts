@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { asRecord } from '../../engine/conditions.js';
 import { EXECUTION_STATES } from '../../engine/state-machine.js';
 import type { ExecutionService } from '../../executions/execution-service.js';
 import { IdSchema } from '../../model/workflow.js';
@@ -99,6 +100,20 @@ const AdvanceResultSchema = z.object({
   next: NextSchema,
 });
 
+/**
+ * Seed 004's error return (`{success: false, execution_id, workflow_state, error}`): beside the
+ * structured error, the execution it concerns ("" when the call named none) and its state when known.
+ */
+function seedErrorFields(error: { data?: unknown }) {
+  const data = asRecord(error.data);
+  const id = data.executionId ?? asRecord(data.context).run_id;
+  return {
+    success: false,
+    execution_id: typeof id === 'string' ? id : '',
+    ...(typeof data.state === 'string' ? { workflow_state: data.state } : {}),
+  };
+}
+
 /** Advancing may run command steps, which call the APIs of imported catalogs: open world. */
 const EXECUTION_ANNOTATIONS = {
   readOnlyHint: false,
@@ -127,6 +142,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
       }),
       outputSchema: AdvanceResultSchema,
       annotations: START_ANNOTATIONS,
+      errorFields: seedErrorFields,
       meta: VIEW_TOOL_META,
       handler: async (input, { caller }) =>
         presentOutcome(
@@ -156,6 +172,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
       }),
       outputSchema: AdvanceResultSchema,
       annotations: EXECUTION_ANNOTATIONS,
+      errorFields: seedErrorFields,
       meta: VIEW_TOOL_META,
       handler: async ({ token, output }, { caller }) =>
         presentOutcome(await (await service()).nextStep(token, output, caller)) as z.input<

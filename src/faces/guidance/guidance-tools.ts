@@ -378,6 +378,8 @@ export function guidanceTools({
               next.loop,
               next.notices,
               contextScope(next.context, allowedEnv),
+              // The client holds the state: the first step carries the meta guidance in full.
+              { metaGuidance: completedSteps.length === 0 ? 'full' : 'reference' },
             )
           : {
               prompt: [
