@@ -39,10 +39,9 @@ describe('fill names what later conditions read', () => {
     const fill = started.next[0].fill;
     expect(fill).toEqual({
       'output.summary': expect.stringContaining('assess-task'),
-      'output.context.taskScope': 'required: one of "small", "medium", "large" (case-insensitive)',
-      'output.context.userExpertise':
-        'required: one of "novice", "intermediate", "expert" (case-insensitive)',
-      'output.context.complexity': 'required: a number (compared: >= 0.5, >= 0.7)',
+      'output.context.taskScope': 'one of "small", "medium", "large" (case-insensitive)',
+      'output.context.userExpertise': 'one of "novice", "intermediate", "expert" (case-insensitive)',
+      'output.context.complexity': 'a number (compared: >= 0.5, >= 0.7)',
     });
     // A summary the criteria refuse: the retry names the same variables (they were lost before).
     const refused = await submit(started, { summary: 'Not sure yet.' });
@@ -50,7 +49,7 @@ describe('fill names what later conditions read', () => {
     expect(refused.next[0].fill).toEqual(fill);
   });
 
-  it('refuses a value outside the compared values, of the wrong type, or missing: fresh token, nothing advances', async () => {
+  it('refuses a value outside the listed values or of the wrong type: fresh token, nothing advances', async () => {
     const started = await call('workflow_start', { workflow_id: 'conditional-workflow-example' });
     const outside = await submit(started, {
       summary: ASSESSED,
@@ -70,21 +69,23 @@ describe('fill names what later conditions read', () => {
     expect(text.validation.issues).toEqual([
       'output.context.complexity must be a number (compared: >= 0.5, >= 0.7); got string "0.8"',
     ]);
-    const missing = await submit(text, { summary: ASSESSED, context: { taskScope: 'large' } });
-    expect(missing.validation.issues).toEqual([
-      'output.context.userExpertise is required: one of "novice", "intermediate", "expert" (case-insensitive)',
-      'output.context.complexity is required: a number (compared: >= 0.5, >= 0.7)',
-    ]);
     // The old token is spent; nothing advanced.
     const stale = await submit(started, { summary: ASSESSED });
     expect(stale.error.data.error_code).toBe('EXECUTION_STATE_CONFLICT');
     const resumed = await call('workflow_resume', { execution_id: started.execution_id });
     expect(resumed.current_step).toBe('assess-task');
-    const ok = await submit(missing, {
+    const ok = await submit(text, {
       summary: ASSESSED,
       context: { taskScope: 'LARGE', userExpertise: 'novice', complexity: 0.8 },
     });
     expect(ok).toMatchObject({ success: true, step_name: 'architecture-review' });
+  });
+
+  it('a variable left out is unset, as in WorkRail: the conditions that read it take their unset branch', async () => {
+    const started = await call('workflow_start', { workflow_id: 'conditional-workflow-example' });
+    const partial = await submit(started, { summary: ASSESSED, context: { taskScope: 'small' } });
+    // expert-fast-track needs userExpertise, guided-walkthrough and risk-analysis need it or complexity.
+    expect(partial).toMatchObject({ success: true, step_name: 'implement' });
   });
 
   it('refuses a bad start context with the call that fixes it; nothing is created', async () => {
@@ -105,7 +106,7 @@ describe('fill names what later conditions read', () => {
           {
             tool: 'workflow_start',
             arguments: { workflow_id: 'conditional-workflow-example', context: { userExpertise: 'novice' } },
-            fill: { 'context.taskScope': 'required: one of "small", "medium", "large" (case-insensitive)' },
+            fill: { 'context.taskScope': 'one of "small", "medium", "large" (case-insensitive)' },
           },
         ],
       },
@@ -117,10 +118,10 @@ describe('fill names what later conditions read', () => {
     expect(after.executions.length).toBe(before.executions.length);
   });
 
-  it('a forEach list is required where the workflow asks for it, and must be an array', async () => {
+  it('a forEach list must be an array, and the output that would enter its loop without one is refused', async () => {
     const started = await call('workflow_start', { workflow_id: 'mr-review-workflow' });
     expect(started.next[0].fill['output.context.changedFiles']).toBe(
-      'required: an array (loop "Review each changed file" runs once per item)',
+      'an array (loop "Review each changed file" runs once per item)',
     );
     const brief =
       'Intent: fix the login bug so that sessions survive restarts. Risk areas: token refresh and expiry handling. CI status: green on every job.';
@@ -128,7 +129,11 @@ describe('fill names what later conditions read', () => {
     expect(notArray.validation.issues).toEqual([
       'output.context.changedFiles must be an array (loop "Review each changed file" runs once per item); got string "src/a.ts"',
     ]);
-    const ok = await submit(notArray, { summary: brief, context: { changedFiles: ['src/a.ts'] } });
+    const none = await submit(notArray, { summary: brief });
+    expect(none.validation.issues).toEqual([
+      "PRECONDITION_FAILED: forEach loop 'review-each-file' requires an array in context['changedFiles']; it is not set",
+    ]);
+    const ok = await submit(none, { summary: brief, context: { changedFiles: ['src/a.ts'] } });
     expect(ok).toMatchObject({ success: true, step_name: 'review-file', loop: { total: 1 } });
   });
 
@@ -202,7 +207,7 @@ describe('authors see the same analysis', () => {
       variable: 'taskScope',
       expects: 'one of "small", "medium", "large" (case-insensitive)',
       set_by: ['assess-task'],
-      required: true,
+      asked: true,
       read_by: [
         'architecture-review (runCondition)',
         'expert-fast-track (runCondition)',
@@ -218,7 +223,7 @@ describe('authors see the same analysis', () => {
         variable: 'changedFiles',
         expects: 'an array (loop "Review each changed file" runs once per item)',
         set_by: ['gather-context'],
-        required: true,
+        asked: true,
         read_by: ['review-each-file (items)'],
       },
     ]);

@@ -263,7 +263,7 @@ describe('MCP tasks (2025-11-25)', () => {
     const [first] = c.requests('elicitation/create');
     expect(first?.params.requestedSchema).toMatchObject({
       properties: { mode: { type: 'string', enum: ['fast', 'slow'] } },
-      required: ['summary', 'mode'],
+      required: ['summary'],
     });
   });
 

@@ -92,7 +92,7 @@ describe("one comparison rule, WorkRail's", () => {
       ['assess', 'large-only', 'ten-only', 'flag-only', 'listed', 'not-small', 'wrap-up'],
     ],
     [{ size: 'Small', files: '9', risky: 'false' }, ['assess', 'wrap-up']],
-    // (A number for a variable compared with true is refused as the wrong type: literal-agent.test.ts.)
+    // (A number for a variable compared with true is refused as the wrong type: src/engine/context-needs.test.ts.)
     [{ size: 'medium', risky: 'no' }, ['assess', 'listed', 'not-small', 'wrap-up']],
     [{}, ['assess', 'not-small', 'wrap-up']],
   ])('context %j takes %j in both faces', async (context, expected) => {

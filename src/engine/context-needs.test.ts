@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Workflow } from '../model/workflow.js';
-import { checkStepContext, contextFill, contextNeeds, expectedValue, valueProblem } from './context-needs.js';
+import {
+  checkContextValues,
+  contextFill,
+  contextNeeds,
+  expectedValue,
+  valueProblem,
+} from './context-needs.js';
 import { schemaShape, stepFill } from './fill.js';
 
 const flow = (steps: unknown[], extra: Record<string, unknown> = {}) =>
@@ -34,12 +40,12 @@ describe('contextNeeds', () => {
       atStart: false,
     });
     expect(needs.byStep.get('triage')).toEqual([
-      { path: 'size', required: true, fresh: false, whileUnset: false },
+      { path: 'size', asked: true, fresh: false, whileUnset: false },
     ]);
     // Steps between the setter and the read name it while it is unset (the setter may have been skipped).
     expect(needs.byStep.get('plan')).toContainEqual({
       path: 'size',
-      required: false,
+      asked: false,
       fresh: false,
       whileUnset: true,
     });
@@ -47,7 +53,7 @@ describe('contextNeeds', () => {
     expect(needs.byPath.get('hurry')).toMatchObject({ kind: 'flag', setBy: ['big'], asked: false });
     expect(needs.byStep.get('big')).toContainEqual({
       path: 'hurry',
-      required: false,
+      asked: false,
       fresh: false,
       whileUnset: false,
     });
@@ -87,9 +93,7 @@ describe('contextNeeds', () => {
       setBy: ['run'],
       loop: { id: 'check', type: 'until', rule: 'green == true', maxIterations: 3 },
     });
-    expect(needs.byStep.get('run')).toEqual([
-      { path: 'green', required: true, fresh: true, whileUnset: false },
-    ]);
+    expect(needs.byStep.get('run')).toEqual([{ path: 'green', asked: true, fresh: true, whileUnset: false }]);
   });
 
   it('marks variables read before any step can set them', () => {
@@ -240,30 +244,17 @@ describe('what a value must be', () => {
     expect(valueProblem(mode, 'y')).toBeUndefined();
   });
 
-  it('checks a step output: values that do not fit, required variables missing, loop variables each round', () => {
+  it('checks the values a context gives; a variable left out is unset, not an issue', () => {
     const workflow = flow([
       { id: 'ask', title: 'Ask', prompt: 'Set size: small or large.' },
       { id: 'big', title: 'Big', prompt: 'p', runCondition: { var: 'size', equals: 'large' } },
-      {
-        id: 'loop',
-        type: 'loop',
-        title: 'Loop',
-        loop: { type: 'until', condition: { var: 'done', equals: true }, maxIterations: 2 },
-        body: [{ id: 'work', title: 'Work', prompt: 'Work, then set done.' }],
-      },
     ]);
-    expect(checkStepContext(workflow, ['ask'], {}, undefined, 'output.context.').issues).toEqual([
-      'output.context.size is required: one of "small", "large" (case-insensitive)',
-    ]);
-    expect(checkStepContext(workflow, ['ask'], {}, { size: 'huge' }, 'output.context.')).toEqual({
+    expect(checkContextValues(workflow, undefined, 'output.context.')).toEqual({ issues: [], variables: [] });
+    expect(checkContextValues(workflow, { other: 1 }, 'output.context.').issues).toEqual([]);
+    expect(checkContextValues(workflow, { size: 'huge' }, 'output.context.')).toEqual({
       issues: ['output.context.size must be one of "small", "large" (case-insensitive); got string "huge"'],
       variables: ['size'],
     });
-    // Set before: enough for an ordinary variable, not for one a loop reads every round.
-    expect(checkStepContext(workflow, ['ask'], { size: 'small' }, {}, 'x.').issues).toEqual([]);
-    expect(checkStepContext(workflow, ['work'], { done: false }, {}, 'x.').issues).toEqual([
-      'x.done is required: true or false (report it again each round)',
-    ]);
   });
 });
 
@@ -278,10 +269,10 @@ describe('fill', () => {
     const ask = workflow.steps[0] as Parameters<typeof stepFill>[1];
     expect(stepFill(workflow, ask, {}, 'durable')).toEqual({
       'output.summary': 'what you did for step "ask" (its validation criteria check this text)',
-      'output.context.size': 'required: one of "small", "large" (case-insensitive)',
+      'output.context.size': 'one of "small", "large" (case-insensitive)',
     });
     expect(stepFill(workflow, ask, {}, 'stateless')).toEqual({
-      'context.size': 'required: one of "small", "large" (case-insensitive)',
+      'context.size': 'one of "small", "large" (case-insensitive)',
     });
   });
 

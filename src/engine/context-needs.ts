@@ -69,8 +69,8 @@ export interface ContextVariable {
   allowed?: string[];
   reads: ContextRead[];
   /**
-   * Steps whose output sets it: the first one that asks for it by name (required there), else the last
-   * one before it is read (optional: the workflow never asks, so it may stay unset).
+   * Steps whose output sets it: the first one that asks for it by name, else the last one before it is
+   * read (offered as optional there: the workflow never asks, so it may stay unset).
    */
   setBy: string[];
   /** Some step's text asks for it by name (otherwise the setter is the last step before the read). */
@@ -86,8 +86,9 @@ export interface ContextVariable {
 /** One variable a step's output sets. */
 export interface StepContextNeed {
   path: string;
-  /** The output must leave it set; `fresh`: the output itself must carry it (a loop reads it each round). */
-  required: boolean;
+  /** The workflow asks this step for it by name (else it is offered as optional). */
+  asked: boolean;
+  /** A loop condition reads it after every round: the step reports it again each round. */
   fresh: boolean;
   /** Named only while the variable is unset (a step after its setter, in case the setter was skipped). */
   whileUnset: boolean;
@@ -264,7 +265,7 @@ function analyse(workflow: Workflow): ContextNeeds {
     const same = list.find((e) => e.path === entry.path);
     if (same === undefined) list.push(entry);
     else {
-      same.required ||= entry.required;
+      same.asked ||= entry.asked;
       same.fresh ||= entry.fresh;
       same.whileUnset &&= entry.whileUnset;
     }
@@ -317,10 +318,10 @@ function analyse(workflow: Workflow): ContextNeeds {
       continue;
     }
     if (!variable.setBy.includes(setter.step.id)) variable.setBy.push(setter.step.id);
-    // Required where the workflow asks for it; otherwise named (optional) and unset until given.
+    // Asked where the workflow asks for it; otherwise offered (optional) and unset until given.
     need(setter.step.id, {
       path: read.path,
-      required: asked && !read.display,
+      asked: asked && !read.display,
       fresh: read.fresh,
       whileUnset: false,
     });
@@ -328,7 +329,7 @@ function analyse(workflow: Workflow): ContextNeeds {
     // been skipped by its own condition).
     for (const s of candidates) {
       if (s.index > setter.index && (!read.fresh || s.loop?.id === read.loop?.id))
-        need(s.step.id, { path: read.path, required: false, fresh: false, whileUnset: true });
+        need(s.step.id, { path: read.path, asked: false, fresh: false, whileUnset: true });
     }
   }
   const list = [...variables.values()];
@@ -638,12 +639,16 @@ export interface FillItem {
   text: string;
 }
 
-function variableHint(v: ContextVariable, entry: { required: boolean; fresh: boolean }): string {
+/**
+ * What to put there: for a variable the workflow asks the step for, the value itself ("one of …"); for
+ * one it only offers, "optional: …" (unset, the conditions that read it take their unset branch).
+ */
+function variableHint(v: ContextVariable, entry: { asked: boolean; fresh: boolean }): string {
   const loop =
     v.loop && entry.fresh
       ? `; loop "${v.loop.title}" ${v.loop.type === 'until' ? 'repeats until' : 'goes on while'} ${v.loop.rule} (at most ${v.loop.maxIterations} rounds)`
       : '';
-  return `${entry.required ? 'required' : 'optional'}: ${expectedValue(v)}${loop}`;
+  return `${entry.asked ? '' : 'optional: '}${expectedValue(v)}${loop}`;
 }
 
 /**
@@ -661,7 +666,7 @@ export function contextFill(
   for (const entry of needs.byStep.get(stepId) ?? []) {
     const v = needs.byPath.get(entry.path);
     if (v === undefined || (entry.whileUnset && readPath(context, entry.path) !== undefined)) continue;
-    out.push({ target: 'context', path: entry.path, required: entry.required, text: variableHint(v, entry) });
+    out.push({ target: 'context', path: entry.path, required: entry.asked, text: variableHint(v, entry) });
   }
   for (const path of also) {
     if (out.some((f) => f.path === path)) continue;
@@ -670,60 +675,43 @@ export function contextFill(
       target: 'context',
       path,
       required: true,
-      text: v ? variableHint(v, { required: true, fresh: false }) : 'required',
+      text: v ? variableHint(v, { asked: true, fresh: false }) : 'a value',
     });
   }
   return out;
 }
 
-/** Issues of the context a step's output leaves, with the variables they name. */
+/** Issues of the values a context gives, with the variables they name. */
 export interface ContextCheck {
   issues: string[];
   variables: string[];
 }
 
 /**
- * Checks a context against what the workflow reads: every variable present must fit (type, compared
- * values), and the variables the steps in `setters` must set must be set (by `given` itself when a loop
- * reads them each round). `prefix` names where the values came from in messages ("output.context.").
+ * Checks the values a context gives against what the workflow reads: each variable present must fit its
+ * type and, when the workflow lists its values, be one of them. A variable left out is not an issue: it is
+ * unset, and the conditions that read it take their unset branch (a forEach/for source refuses to go on
+ * when its loop is reached). `prefix` names where the values came from in messages ("output.context.").
  */
-export function checkStepContext(
+export function checkContextValues(
   workflow: Workflow,
-  setters: readonly string[],
-  before: Context,
   given: Context | undefined,
   prefix: string,
 ): ContextCheck {
-  const needs = contextNeeds(workflow);
   const check: ContextCheck = { issues: [], variables: [] };
-  const report = (path: string, problem: string) => {
-    check.issues.push(`${prefix}${path} ${problem}`);
-    if (!check.variables.includes(path)) check.variables.push(path);
-  };
-  for (const v of needs.variables) {
-    const value = given === undefined ? undefined : readPath(given, v.path);
+  if (given === undefined) return check;
+  for (const v of contextNeeds(workflow).variables) {
+    const value = readPath(given, v.path);
     if (value === undefined) continue;
     const problem = valueProblem(v, value);
-    if (problem !== undefined) report(v.path, problem);
-  }
-  for (const stepId of setters) {
-    for (const entry of needs.byStep.get(stepId) ?? []) {
-      if (!entry.required || check.variables.includes(entry.path)) continue;
-      const v = needs.byPath.get(entry.path);
-      if (v === undefined) continue;
-      const own = given === undefined ? undefined : readPath(given, entry.path);
-      const set = own !== undefined || (!entry.fresh && readPath(before, entry.path) !== undefined);
-      if (!set)
-        report(
-          entry.path,
-          `is required: ${expectedValue(v)}${entry.fresh ? ' (report it again each round)' : ''}`,
-        );
-    }
+    if (problem === undefined) continue;
+    check.issues.push(`${prefix}${v.path} ${problem}`);
+    check.variables.push(v.path);
   }
   return check;
 }
 
-/** Refuses a context that failed `checkStepContext` (nothing advanced), naming the first variable. */
+/** Refuses a context that failed `checkContextValues` (nothing advanced), naming the first variable. */
 export function refuseContext(workflow: Workflow, check: ContextCheck): never {
   const path = check.variables[0] as string;
   const v = contextNeeds(workflow).byPath.get(path);
@@ -736,7 +724,7 @@ export function refuseContext(workflow: Workflow, check: ContextCheck): never {
   });
 }
 
-/** A required context variable of a step as a form field (elicitation): a JSON Schema primitive. */
+/** A context variable of a step as a form field (elicitation): a JSON Schema primitive. */
 export interface ContextField {
   path: string;
   schema: Record<string, unknown>;
@@ -744,13 +732,13 @@ export interface ContextField {
   list: boolean;
 }
 
-/** The variables a step must set, as form fields (a person answering for the agent can fill them). */
+/** The variables the workflow asks a step for, as form fields (a person answering for the agent fills them). */
 export function contextFields(workflow: Workflow, stepId: string): ContextField[] {
   const needs = contextNeeds(workflow);
   const out: ContextField[] = [];
   for (const entry of needs.byStep.get(stepId) ?? []) {
     const v = needs.byPath.get(entry.path);
-    if (!entry.required || v === undefined) continue;
+    if (!entry.asked || v === undefined) continue;
     const description = expectedValue(v);
     const schema: Record<string, unknown> =
       v.kind === 'boolean' || v.kind === 'flag'

@@ -4,7 +4,7 @@ import type { CommandStepRunner } from '../catalogs/command-steps.js';
 import { InputChecker } from '../catalogs/input-check.js';
 import { requiredCatalogs } from '../catalogs/requirements.js';
 import { asRecord, type Context } from '../engine/conditions.js';
-import { checkStepContext, refuseContext } from '../engine/context-needs.js';
+import { checkContextValues, refuseContext } from '../engine/context-needs.js';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { stepFill } from '../engine/fill.js';
 import { findActionStep, findPromptStep, nextStep } from '../engine/next-step.js';
@@ -110,7 +110,7 @@ export class ExecutionService {
     this.checkRequirements(workflow);
     this.machine.refuseOwnedKeys(workflow, input.context, 'context');
     // A value conditions read that cannot match what they compare it with is refused before anything starts.
-    const given = checkStepContext(workflow, [], {}, input.context, 'context.');
+    const given = checkContextValues(workflow, input.context, 'context.');
     if (given.issues.length > 0) refuseContext(workflow, given);
     const context: Context = { ...(input.context ?? {}) };
     if (workflow.inputs !== undefined || input.inputs !== undefined) {
@@ -398,14 +398,8 @@ export class ExecutionService {
       // a fired assessment consequence keeps the step current with its follow-up guidance.
       const reported = checkSubmission(workflow, step, output);
       validation = withSubmissionCheck(validation, reported);
-      // The context the output leaves: values that fit what conditions compare, the variables it must set.
-      const contextCheck = checkStepContext(
-        workflow,
-        [step.id],
-        exec.context,
-        output.context,
-        'output.context.',
-      );
+      // The values the output gives must fit what the conditions compare them with.
+      const contextCheck = checkContextValues(workflow, output.context, 'output.context.');
       validation = withContextCheck(validation, contextCheck);
       let named = contextCheck.variables;
       let next: ReturnType<typeof nextStep> | undefined;

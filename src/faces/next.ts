@@ -106,7 +106,7 @@ export async function retryingContext<T>(
     if (at !== null && typeof at === 'object') delete (at as Record<string, unknown>)[keys.at(-1) as string];
     return fail({
       ...e,
-      retry: { tool, arguments: retry, fill: { [`context.${e.variable}`]: `required: ${e.expected}` } },
+      retry: { tool, arguments: retry, fill: { [`context.${e.variable}`]: e.expected } },
     });
   }
 }

@@ -588,7 +588,7 @@ function stepRequest(
           },
           ...Object.fromEntries(fields.map((f) => [f.path, f.schema])),
         },
-        required: ['summary', ...fields.map((f) => f.path)],
+        required: ['summary'],
       },
     },
   };

@@ -31,7 +31,7 @@ export interface DiagramNode {
   detail?: string;
   /** The loop cluster the node belongs to. */
   parent?: string;
-  /** Context variables the step's output sets (`*`: required), from the workflow's context needs. */
+  /** Context variables the step's output sets (`*`: the step is asked for it), from the context needs. */
   sets?: string[];
 }
 
@@ -128,7 +128,7 @@ export function workflowDiagram(workflow: Workflow): WorkflowDiagram {
     if (parent !== undefined) node.parent = parent;
     const sets = (needs.byStep.get(step.id) ?? [])
       .filter((e) => !e.whileUnset)
-      .map((e) => `${e.path}${e.required ? '*' : ''}`);
+      .map((e) => `${e.path}${e.asked ? '*' : ''}`);
     if (sets.length > 0) node.sets = sets;
     nodes.push(node);
     return id;
@@ -267,9 +267,10 @@ export function toMermaid(diagram: WorkflowDiagram): string {
 export type ContextEntry = {
   variable: string;
   expects: string;
-  /** Steps whose output sets it; required where a step asks for it by name. */
+  /** Steps whose output sets it. */
   set_by: string[];
-  required: boolean;
+  /** Some step asks for it by name (else it is only offered, and may stay unset). */
+  asked: boolean;
   read_by: string[];
   /** Read before any step can set it: only the start context sets it in time. */
   at_start?: true;
@@ -285,7 +286,7 @@ export function contextTable(workflow: Workflow): ContextEntry[] {
     variable: v.path,
     expects: expectedValue(v),
     set_by: v.setBy,
-    required: v.setBy.some((id) => (needs.byStep.get(id) ?? []).some((e) => e.path === v.path && e.required)),
+    asked: v.asked,
     read_by: v.reads.map((r) => `${r.step} (${r.what})`),
     ...(v.atStart ? { at_start: true as const } : {}),
   }));

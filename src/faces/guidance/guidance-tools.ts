@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import type { CatalogRegistry } from '../../catalogs/catalog-registry.js';
 import { missingCatalogs, requiredCatalogs } from '../../catalogs/requirements.js';
-import { checkStepContext, refuseContext } from '../../engine/context-needs.js';
+import { checkContextValues, refuseContext } from '../../engine/context-needs.js';
 import { fail } from '../../engine/errors.js';
 import { stepFill } from '../../engine/fill.js';
 import { buildGuidance, contextScope } from '../../engine/guidance.js';
@@ -365,8 +365,8 @@ export function guidanceTools({
         const { workflow } = registry.require(workflowId);
         checkStepIds(workflow, currentStep === undefined ? completedSteps : [currentStep, ...completedSteps]);
         const next = await retryingContext('workflow_next', args, async () => {
-          // The variables the completed steps had to set, and every value conditions read, must fit.
-          const check = checkStepContext(workflow, completedSteps, context ?? {}, context, 'context.');
+          // Every value the conditions read must fit what they compare it with.
+          const check = checkContextValues(workflow, context, 'context.');
           if (check.issues.length > 0) refuseContext(workflow, check);
           return nextStep(workflow, completedSteps, context ?? {});
         });
