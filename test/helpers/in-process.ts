@@ -10,12 +10,8 @@ import { validationWorkerUrl } from './validation-worker.js';
 
 type Json = Record<string, any>;
 
-/**
- * The composition root driven in-process: the same rules and SDK server the stdio entry builds, over
- * the SDK's in-memory transport, with raw JSON-RPC messages in and out (serialized both ways, as on a
- * wire). For the bulk of protocol cases, without spawning a process per test.
- */
-export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
+/** The app behind the same protocol rules the stdio entry builds, over one end of an in-memory pair. */
+async function hostApp(sb: Sandbox, env: Record<string, string>) {
   const app = createApp(loadConfig({ env: { ...sb.env, ...env }, cwd: sb.project }), {
     watch: false,
     log: () => undefined,
@@ -35,6 +31,17 @@ export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
     ordered: true,
     requireInitialize: true,
   });
+  const serve = () => app.serverFactory({ detach: (id) => rules.detach(id), tools }).connect(rules);
+  return { app, rules, clientSide, serve };
+}
+
+/**
+ * The composition root driven in-process: the same rules and SDK server the stdio entry builds, over
+ * the SDK's in-memory transport, with raw JSON-RPC messages in and out (serialized both ways, as on a
+ * wire). For the bulk of protocol cases, without spawning a process per test.
+ */
+export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
+  const { app, rules, clientSide, serve } = await hostApp(sb, env);
   const answers: Json[] = [];
   const waiters: (() => void)[] = [];
   clientSide.onmessage = (message) => {
@@ -42,7 +49,7 @@ export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
     for (const w of waiters.splice(0)) w();
   };
   await clientSide.start();
-  await app.serverFactory({ detach: (id) => rules.detach(id), tools }).connect(rules);
+  await serve();
   return {
     answers,
     send(message: unknown) {
@@ -60,6 +67,26 @@ export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
       return answers.slice(0, count);
     },
     async close() {
+      await rules.close();
+      await app.close();
+    },
+  };
+}
+
+/**
+ * An SDK client connected to the composition root in-process (the same rules and server as stdio, over
+ * the SDK's in-memory transport): for protocol tests that need no process of their own.
+ */
+export async function inProcessClient(sb: Sandbox, env: Record<string, string> = {}) {
+  const { Client } = await import('@modelcontextprotocol/client');
+  const { app, rules, clientSide, serve } = await hostApp(sb, env);
+  await serve();
+  const client = new Client({ name: 'in-process', version: '1.0.0' });
+  await client.connect(clientSide);
+  return {
+    client,
+    async close() {
+      await client.close();
       await rules.close();
       await app.close();
     },
