@@ -87,17 +87,19 @@ export interface AppOptions {
 export const DEFINITION_CACHE_FILE = 'definition-cache.json';
 
 /**
- * The tools `tools/list` shows by default: enough to find, run, resume and author workflows. The rest
- * (guidance, execution admin, catalogs, tasks) stay callable and are listed through workflow_tools.
+ * The tools `tools/list` shows by default: seed 001's four (list, get, next, validate: the seeds'
+ * contract), seed 004's durable run (start, next_step, and resume after a context reset) and the way to
+ * the other groups. The rest (authoring, execution admin, catalogs, tasks) stay callable and are listed
+ * through workflow_tools.
  */
 export const CORE_TOOLS: readonly string[] = [
   'workflow_list',
   'workflow_get',
+  'workflow_next',
+  'workflow_validate',
   'workflow_start',
   'workflow_next_step',
   'workflow_resume',
-  'workflow_validate_manifest',
-  'workflow_save',
   'workflow_tools',
 ];
 

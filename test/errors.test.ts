@@ -49,6 +49,8 @@ describe('structured errors (seed 003 §10)', () => {
     await expectError('workflow_get', { id: 'broken-schema' });
     await expectError('workflow_validate', { workflowId: 'rules-demo', stepId: 'ghost-step', output: 'x' });
     await expectError('workflow_get', {});
+    // A forEach whose list was never given: PRECONDITION_FAILED, never a silent skip.
+    await expectError('workflow_next', { workflowId: 'loops-demo', completedSteps: ['intro', 'retry-loop'] });
     await expectError('workflow_resume', { execution_id: 'ghost' });
     const started = await rpc('workflow_start', { workflow_name: 'durable-demo' });
     await expectError('workflow_set_state', { execution_id: started.execution_id, state: 'running' });

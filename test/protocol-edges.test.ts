@@ -76,9 +76,8 @@ async function connect(
   }
   const host = await inProcessClient(
     sb,
-    client,
     { WORKFLOWLOOKUP_TOOLS: options.tools ?? 'all', ...freshData() },
-    options.app,
+    { client, ...(options.app ? { app: options.app } : {}) },
   );
   closers.push(host.close);
   const call = async (name: string, args: Json): Promise<Json> => {

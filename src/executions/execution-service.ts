@@ -4,7 +4,9 @@ import type { CommandStepRunner } from '../catalogs/command-steps.js';
 import { InputChecker } from '../catalogs/input-check.js';
 import { requiredCatalogs } from '../catalogs/requirements.js';
 import { asRecord, type Context } from '../engine/conditions.js';
+import { checkContextValues, refuseContext } from '../engine/context-needs.js';
 import { DomainFailure, fail } from '../engine/errors.js';
+import { stepFill } from '../engine/fill.js';
 import { findActionStep, findPromptStep, nextStep } from '../engine/next-step.js';
 import {
   canTransition,
@@ -32,6 +34,8 @@ import {
   outputForTemplates,
   type StepOutput,
   type StepView,
+  storedArtifact,
+  withContextCheck,
 } from './execution-model.js';
 import { ExecutionQueries } from './execution-queries.js';
 
@@ -64,7 +68,7 @@ export interface StartInput {
   context?: Context | undefined;
   inputs?: Record<string, unknown> | undefined;
   /** A validated definition to run instead of the registry's (a manifest given inline), with its hash. */
-  definition?: { workflow: Workflow; hash: string } | undefined;
+  definition?: { workflow: Workflow; hash: string; definitionHash?: string | undefined } | undefined;
 }
 
 /**
@@ -112,6 +116,9 @@ export class ExecutionService {
     const workflow = entry.workflow;
     this.checkRequirements(workflow);
     this.machine.refuseOwnedKeys(workflow, input.context, 'context');
+    // A value conditions read that cannot match what they compare it with is refused before anything starts.
+    const given = checkContextValues(workflow, input.context, 'context.');
+    if (given.issues.length > 0) refuseContext(workflow, given);
     const context: Context = { ...(input.context ?? {}) };
     if (workflow.inputs !== undefined || input.inputs !== undefined) {
       const checker =
@@ -137,13 +144,15 @@ export class ExecutionService {
       const raced = await tx.getExecution(executionId);
       if (raced) return this.existingStart(raced, input.workflow_id, caller, tx);
       const at = nowIso();
-      await tx.pinDefinition(entry.hash, workflow.id, JSON.stringify(workflow));
-      this.machine.remember(entry.hash, workflow);
+      // The file's hash, or the expanded definition's when routines were expanded into it.
+      const pin = entry.definitionHash ?? entry.hash;
+      await tx.pinDefinition(pin, workflow.id, JSON.stringify(workflow));
+      this.machine.remember(pin, workflow);
       const exec: ExecutionRecord = {
         execution_id: executionId,
         principal: caller.principal,
         workflow_name: workflow.id,
-        definition_hash: entry.hash,
+        definition_hash: pin,
         state: 'idle',
         current_step: null,
         current_seq: 0,
@@ -162,7 +171,7 @@ export class ExecutionService {
       await tx.insertExecution(exec);
       await this.machine.event(tx, 'workflow_created', exec, null, {
         workflow_name: workflow.id,
-        definition_hash: entry.hash,
+        definition_hash: pin,
       });
       await this.machine.transition(tx, exec, 'running');
       await this.machine.event(tx, 'workflow_started', exec, null, { workflow_name: workflow.id });
@@ -397,9 +406,34 @@ export class ExecutionService {
       // a fired assessment consequence keeps the step current with its follow-up guidance.
       const reported = checkSubmission(workflow, step, output);
       validation = withSubmissionCheck(validation, reported);
+      // The values the output gives must fit what the conditions compare them with.
+      const contextCheck = checkContextValues(workflow, output.context, 'output.context.');
+      validation = withContextCheck(validation, contextCheck);
+      let named = contextCheck.variables;
+      let next: ReturnType<typeof nextStep> | undefined;
+      if (validation.valid) {
+        const recorded = outputForTemplates(output);
+        if (Object.keys(reported.assessments).length > 0) recorded.assessments = reported.assessments;
+        context.steps = { ...asRecord(context.steps), [step.id]: recorded };
+        if (reported.loopDecision) recordDecision(workflow, step.id, reported.loopDecision, context);
+        try {
+          next = nextStep(workflow, [...exec.completed_steps, step.id], context);
+        } catch (error) {
+          // A loop ahead cannot start (its list or count is missing): the step stays current, fresh token.
+          if (!(error instanceof DomainFailure) || error.error.code !== 'precondition_failed') throw error;
+          validation = {
+            valid: false,
+            issues: [`PRECONDITION_FAILED: ${error.error.message}`],
+            suggestions: [
+              `Set output.context.${error.error.variable} to ${error.error.expected} and send the call in next again.`,
+            ],
+          };
+          named = [error.error.variable];
+        }
+      }
       const at = nowIso();
       let outcome: Outcome;
-      if (!validation.valid) {
+      if (!validation.valid || next === undefined) {
         row.attempts += 1;
         await tx.updateStep(row);
         await machine.event(tx, 'step_failed', exec, step.id, {
@@ -421,6 +455,7 @@ export class ExecutionService {
           step_name: step.id,
           validation,
           token: machine.liveToken(exec),
+          fill: stepFill(workflow, step, exec.context, 'durable', named),
         };
       } else {
         row.status = 'completed';
@@ -429,8 +464,9 @@ export class ExecutionService {
         row.attempts += 1;
         row.output = output;
         await tx.updateStep(row);
-        for (const artifact of output.artifacts ?? []) {
-          if (typeof artifact === 'string') continue;
+        for (const given of output.artifacts ?? []) {
+          if (typeof given === 'string') continue;
+          const artifact = storedArtifact(given);
           const content = artifact.content;
           const id = await tx.insertArtifact({
             execution_id: exec.execution_id,
@@ -448,11 +484,6 @@ export class ExecutionService {
           seq: row.seq,
           duration_ms: row.duration_ms,
         });
-        const recorded = outputForTemplates(output);
-        if (Object.keys(reported.assessments).length > 0) recorded.assessments = reported.assessments;
-        context.steps = { ...asRecord(context.steps), [step.id]: recorded };
-        if (reported.loopDecision) recordDecision(workflow, step.id, reported.loopDecision, context);
-        const next = nextStep(workflow, [...exec.completed_steps, step.id], context);
         const view = await machine.enterStep(tx, exec, workflow, next);
         await tx.updateExecution(exec);
         outcome =
@@ -565,7 +596,8 @@ export class ExecutionService {
           exec.updated_at = nowIso();
           await tx.updateExecution(exec);
         }
-        view = machine.stepView(exec, workflow, nextStep(workflow, exec.completed_steps, exec.context));
+        // Back from a context reset: the persona and the metaGuidance in full again.
+        view = machine.stepView(exec, workflow, nextStep(workflow, exec.completed_steps, exec.context), true);
       }
       return {
         ...base,

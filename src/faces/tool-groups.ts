@@ -18,7 +18,7 @@ export function toolGroupsTool(catalog: ToolCatalog): ToolDefinition {
     name: 'workflow_tools',
     title: 'Tool groups',
     description:
-      'Lists the tool groups (guidance, executions, authoring, automation, tasks). enable adds groups to tools/list and returns their tool definitions; every tool is callable even when not listed.',
+      'Lists the tool groups; enable lists more groups in tools/list and returns their definitions. Every tool is callable, listed or not.',
     inputSchema: z.strictObject({
       enable: z
         .array(z.string().min(1).max(32))

@@ -130,6 +130,8 @@ export interface ToolDefinition<In extends z.ZodType = z.ZodType, Out extends z.
    * result's `message`, else the tool's title).
    */
   summarize?: (result: z.input<Out>) => string;
+  /** Fields a failed call's structured result carries beside `error` (seed 004's error return). */
+  errorFields?: (error: { code: number; message: string; data?: unknown }) => Record<string, unknown>;
 }
 
 /** Keeps each tool's handler checked against its own schemas while collecting them in one list. */

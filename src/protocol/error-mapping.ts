@@ -348,6 +348,19 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     legacy: (e) => ({ catalog: e.catalog }),
     context: () => ({}),
   },
+  precondition_failed: {
+    rpc: RpcCode.InvalidParams,
+    title: 'Precondition failed',
+    error_code: 'PRECONDITION_FAILED',
+    category: 'validation',
+    retryable: false,
+    action: (e) =>
+      `Set context['${e.variable}'] to ${e.expected}${e.retry ? ` and send the ${e.retry.tool} call in next (its fill names it)` : ''}; nothing advanced.`,
+    fix: (e) => (e.retry ? [next(e.retry.tool, e.retry.arguments, e.retry.fill)] : []),
+    legacy: (e) =>
+      defined({ workflowId: e.workflowId, variable: e.variable, expected: e.expected, loopId: e.loopId }),
+    context: (e) => defined({ workflow_id: e.workflowId, step_id: e.loopId }),
+  },
   inputs_not_ready: {
     rpc: RpcCode.InvalidParams,
     title: 'Inputs not ready',
@@ -532,7 +545,11 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], knownKeys: rea
 }
 
 /** A tools/call failure: an isError result carrying the same code and data as a direct call. */
-export function toToolErrorResult(error: RpcError): {
+export function toToolErrorResult(
+  error: RpcError,
+  /** Fields the tool's failures carry beside `error` (ToolDefinition.errorFields). */
+  extra: Record<string, unknown> = {},
+): {
   isError: true;
   content: { type: 'text'; text: string }[];
   structuredContent: Record<string, unknown>;
@@ -552,6 +569,6 @@ export function toToolErrorResult(error: RpcError): {
         text: `${summary} (${error.code}${data?.error_code ? ` ${data.error_code}` : ''})\n${JSON.stringify(payload)}`,
       },
     ],
-    structuredContent: { error: payload },
+    structuredContent: { ...extra, error: payload },
   };
 }

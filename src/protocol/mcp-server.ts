@@ -48,12 +48,12 @@ export function instructionsFor(tools: ToolSwitch): string {
   const parts = ['workflowlookup keeps you on the rails of a multi-step workflow.'];
   if (has('workflow_start', 'workflow_next_step')) {
     parts.push(
-      `Choose one${has('workflow_list') ? ' with workflow_list' : ''}, begin it with workflow_start {workflow_id}, do what agent_content says and report it with the workflow_next_step call in the answer's next (fill in output.summary).${has('workflow_resume') ? ' After a context reset, workflow_resume {execution_id} hands back the current step.' : ''}`,
+      `Choose one${has('workflow_list') ? ' with workflow_list' : ''}, begin it with workflow_start {workflow_id}, do what agent_content says and report it with the workflow_next_step call in the answer's next, filling in what its fill names (output.summary, the context variables later steps read).${has('workflow_resume') ? ' After a context reset, workflow_resume {execution_id} hands back the current step.' : ''}`,
     );
   }
   if (has('workflow_next')) {
     parts.push(
-      `Stateless guidance: workflow_next {workflowId, completedSteps, context} returns one step; send back the completedSteps and context it returns, plus the context variables the step sets${has('workflow_validate') ? ', and check a step output with workflow_validate' : ''}.`,
+      `Stateless guidance: workflow_next {workflowId, completedSteps, context} returns one step and, in next, the workflow_next call to send when it is done (fill names the context variables to add)${has('workflow_validate') ? ', and check a step output with workflow_validate' : ''}.`,
     );
   }
   if (has('workflow_validate_manifest', 'workflow_save')) {
@@ -123,14 +123,14 @@ function schemaKeys(schema: z.ZodType): string[] {
  * outputs are produced by handlers typed against the same schema (and checked in the tests), and
  * re-validating a 1,000-entry list on every call was the largest cost of `workflow_list`.
  */
-function publishOnly(schema: z.ZodType): StandardSchemaWithJSON {
+function publishOnly(schema: z.ZodType, compact = false): StandardSchemaWithJSON {
   const { jsonSchema } = (schema as unknown as StandardSchemaWithJSON)['~standard'];
   // tools/list repeats `$schema` in every input and output schema; 2020-12 is the MCP default anyway.
   const lean =
     (convert: (o: Parameters<typeof jsonSchema.input>[0]) => Record<string, unknown>) =>
     (options: Parameters<typeof jsonSchema.input>[0]) => {
       const { $schema: _drop, ...rest } = convert(options);
-      return rest;
+      return (compact ? structureOnly(rest) : withoutNoise(rest)) as Record<string, unknown>;
     };
   return {
     '~standard': {
@@ -140,6 +140,84 @@ function publishOnly(schema: z.ZodType): StandardSchemaWithJSON {
       jsonSchema: { input: lean(jsonSchema.input), output: lean(jsonSchema.output) },
     },
   };
+}
+
+/**
+ * A schema without what zod emits that says nothing: `propertyNames: {type: "string"}` (every JSON key
+ * is a string) and `additionalProperties: {}` (anything goes, the default).
+ */
+function withoutNoise(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withoutNoise);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'propertyNames') continue;
+    if (
+      key === 'additionalProperties' &&
+      typeof value === 'object' &&
+      value !== null &&
+      Object.keys(value).length === 0
+    )
+      continue;
+    out[key] =
+      key === 'properties'
+        ? Object.fromEntries(
+            Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, withoutNoise(v)]),
+          )
+        : withoutNoise(value);
+  }
+  return out;
+}
+
+/** Keywords an output schema keeps: what a value is, never how a server checks what it receives. */
+const STRUCTURE = new Set(['type', 'properties', 'items', 'required', 'enum', 'const', 'anyOf']);
+/**
+ * An output schema as published: its structure (types, required fields, enums) for the top-level fields
+ * and the items of the lists every answer has, nested fields as their type only, without descriptions (the tool's
+ * description and input schema give them) or limits. Seed 001 publishes output schemas in this form;
+ * the zod schema stays the handlers' full contract.
+ */
+function structureOnly(schema: unknown, depth = 0, item = false): unknown {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return schema;
+  const source = schema as Record<string, unknown>;
+  // `X or null` reads as one schema whose type admits null.
+  const options = source.anyOf;
+  if (Array.isArray(options) && options.length === 2 && options.some((o) => o?.type === 'null')) {
+    const other = structureOnly(
+      options.find((o) => o?.type !== 'null'),
+      depth,
+      item,
+    ) as Record<string, unknown>;
+    if (typeof other.type === 'string') return { ...other, type: [other.type, 'null'] };
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(source)) {
+    if (!STRUCTURE.has(key)) continue;
+    const expand = depth === 0 || (item && depth === 1);
+    if (key === 'properties') {
+      const fields = Object.entries(value as Record<string, unknown>);
+      const required = new Set(Array.isArray(source.required) ? (source.required as string[]) : []);
+      // Lists every answer has (workflows, next) show their items; optional ones only their type.
+      if (expand && fields.length > 0)
+        out.properties = Object.fromEntries(
+          fields.map(([k, v]) => [
+            k,
+            depth === 0 && !required.has(k) ? typeOnly(v) : structureOnly(v, depth + 1),
+          ]),
+        );
+    } else if (key === 'required') {
+      if (expand) out.required = value;
+    } else if (key === 'items') out.items = structureOnly(value, depth, true);
+    else if (key === 'anyOf') out.anyOf = (value as unknown[]).map((v) => structureOnly(v, depth, item));
+    else out[key] = value;
+  }
+  return out;
+}
+
+/** A field as its type alone (a list keeps its items' type). */
+function typeOnly(schema: unknown): unknown {
+  const compact = structureOnly(schema, 2) as Record<string, unknown>;
+  return compact.items === undefined ? compact : { ...compact, items: structureOnly(compact.items, 2) };
 }
 
 const NOT_FOUND = new Set([
@@ -449,7 +527,8 @@ export function createMcpServer(parts: ServerParts): McpServer {
     },
     {
       capabilities: {
-        tools: { listChanged: true },
+        // notifyProgress: seed 001's flag (progress notifications are sent for task tools).
+        tools: { listChanged: true, notifyProgress: true } as { listChanged: boolean },
         // resources/subscribe is a 2025-era request; 2026-07-28 clients listen through subscriptions/listen.
         resources: { listChanged: true, ...(parts.era !== 'modern' ? { subscribe: true } : {}) },
         // Our prompts never change; the conformance fixtures announce prompt list changes.
@@ -520,8 +599,9 @@ export function createMcpServer(parts: ServerParts): McpServer {
         title: tool.title,
         description: tool.description,
         inputSchema: publishOnly(tool.inputSchema),
-        // No output schemas: they were most of tools/list's bytes, and clients read structuredContent
-        // without them. The zod output schemas stay the handlers' contract, checked in the tests.
+        // Seeds 001/002: every tool publishes its output schema ("complete input/output schemas"), in
+        // compact form (structure only) so the default list stays small.
+        outputSchema: publishOnly(tool.outputSchema, true),
         // The title once, at the top level (annotations.title is its older place; clients read either).
         annotations: tool.annotations,
         ...(tool.meta ? { _meta: tool.meta } : {}),
@@ -534,7 +614,7 @@ export function createMcpServer(parts: ServerParts): McpServer {
           if (error instanceof InputRequiredSignal) return error.result;
           throw error;
         }
-        if ('error' in outcome) return toToolErrorResult(outcome.error);
+        if ('error' in outcome) return toToolErrorResult(outcome.error, tool.errorFields?.(outcome.error));
         const structured = outcome.result as Record<string, unknown>;
         return toolResult(tool, structured);
       },

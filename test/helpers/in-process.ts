@@ -56,16 +56,18 @@ async function wired(sb: Sandbox, env: Record<string, string>, options: AppOptio
 }
 
 /**
- * A real SDK client (configure its capabilities and handlers before) connected to the app in-process:
- * the same rules and SDK server the stdio entry builds, every message serialized both ways as on a wire.
+ * An SDK client connected to the composition root in-process: the same rules and SDK server the stdio
+ * entry builds, every message serialized both ways as on a wire. Pass a `client` configured with its
+ * capabilities and handlers (sampling, elicitation) to use it; by default a plain one.
  */
 export async function inProcessClient(
   sb: Sandbox,
-  client: Client,
   env: Record<string, string> = {},
-  options: AppOptions = {},
+  options: { client?: Client; app?: AppOptions } = {},
 ) {
-  const { app, clientSide, connect, close } = await wired(sb, env, options);
+  const { Client: SdkClient } = await import('@modelcontextprotocol/client');
+  const client = options.client ?? new SdkClient({ name: 'in-process', version: '1.0.0' });
+  const { app, clientSide, connect, close } = await wired(sb, env, options.app);
   const wire: Transport = {
     start: () => clientSide.start(),
     close: () => clientSide.close(),
@@ -78,6 +80,7 @@ export async function inProcessClient(
   await connect();
   await client.connect(wire);
   return {
+    client,
     app,
     async close() {
       await client.close().catch(() => undefined);
