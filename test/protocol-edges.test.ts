@@ -96,6 +96,33 @@ async function connect(
   return { client, call, direct, seen };
 }
 
+/**
+ * Raw 2026-07-28 requests to an HTTP endpoint, in the per-request envelope declaring `capabilities`,
+ * with the routing headers (Mcp-Method, and Mcp-Name when given); the answer from JSON or its SSE event.
+ */
+function poster2026(url: string, capabilities: Json) {
+  const envelope = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
+    'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1.0.0' },
+  };
+  return async (method: string, params: Json, name?: string): Promise<Json> => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': method,
+        ...(name ? { 'mcp-name': name } : {}),
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: envelope } }),
+    });
+    const body = await res.text();
+    return JSON.parse(body.startsWith('{') ? body : (/^data: (.*)$/m.exec(body)?.[1] ?? body)) as Json;
+  };
+}
+
 /** Starts a task-only tool as an MCP task and waits for its result. */
 async function runTask(client: Client, name: string, args: Json) {
   const created = await client.request(
@@ -254,26 +281,7 @@ describe('confirmation: one path for every destructive tool, on every entry', ()
   it('on 2026-07-28 a direct method answers input_required, and the retry with the answer is served', async () => {
     const server = await inProcessHttp(sb, { WORKFLOWLOOKUP_TOOLS: 'all', ...freshData() });
     closers.push(server.close);
-    const envelope = {
-      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-      'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
-      'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1.0.0' },
-    };
-    const post = async (method: string, params: Json) => {
-      const res = await fetch(server.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2026-07-28',
-          'mcp-method': method,
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: envelope } }),
-      });
-      const text = await res.text();
-      const data = text.startsWith('{') ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? text);
-      return JSON.parse(data) as Json;
-    };
+    const post = poster2026(server.url, { elicitation: { form: {} } });
     const started = (await post('workflow_start', { workflow_id: 'two-steps' })).result;
     await post('workflow_set_state', { execution_id: started.execution_id, state: 'abandoned' });
     const asked = await post('workflow_purge_history', { state: 'abandoned' });
@@ -633,25 +641,7 @@ describe('the conformance fixtures profile', () => {
   it('a task whose tool fails inside the server ends failed with the error, not completed (SEP-2663)', async () => {
     const server = await inProcessHttp(sb, freshData(), { conformanceFixtures: conformanceFixtures() });
     closers.push(server.close);
-    const envelope = {
-      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-      'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
-    };
-    const post = async (method: string, params: Json, name?: string) => {
-      const res = await fetch(server.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2026-07-28',
-          'mcp-method': method,
-          ...(name ? { 'mcp-name': name } : {}),
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: envelope } }),
-      });
-      const body = await res.text();
-      return JSON.parse(body.startsWith('{') ? body : (/^data: (.*)$/m.exec(body)?.[1] ?? body)) as Json;
-    };
+    const post = poster2026(server.url, { extensions: { 'io.modelcontextprotocol/tasks': {} } });
     const created = await post(
       'tools/call',
       { name: 'protocol_error_job', arguments: {} },

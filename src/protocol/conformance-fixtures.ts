@@ -215,18 +215,19 @@ const asking =
     }
   };
 
+type Handler = (request: unknown, ctx: ServerContext) => Promise<Record<string, unknown>>;
+/** The handler a method has now (the SDK's, or ours), to put a fixture's own check in front of it. */
+const sdkHandler = (server: McpServer, method: string) =>
+  (server.server as unknown as { _getRequestHandler(m: string): Handler | undefined })._getRequestHandler(
+    method,
+  );
+
 /**
  * The SDK turns anything a tool handler throws into a tool error result; two fixtures must answer
  * with a JSON-RPC error instead, so they are checked here, in front of the SDK's tools/call.
  */
 function preflight(server: McpServer): void {
-  const sdkCall = (
-    server.server as unknown as {
-      _getRequestHandler(
-        method: string,
-      ): (request: unknown, ctx: ServerContext) => Promise<Record<string, unknown>>;
-    }
-  )._getRequestHandler('tools/call');
+  const sdkCall = sdkHandler(server, 'tools/call');
   if (sdkCall === undefined) return;
   server.server.setRequestHandler(
     'tools/call',
@@ -256,10 +257,8 @@ function preflight(server: McpServer): void {
  * are subscribed here (the resources-subscribe scenarios use test://watched-resource).
  */
 function subscribable(server: McpServer): void {
-  type Handler = (request: unknown, ctx: ServerContext) => Promise<Record<string, unknown>>;
-  const inner = server.server as unknown as { _getRequestHandler(method: string): Handler | undefined };
   for (const method of ['resources/subscribe', 'resources/unsubscribe'] as const) {
-    const ours = inner._getRequestHandler(method);
+    const ours = sdkHandler(server, method);
     if (ours === undefined) continue;
     server.server.setRequestHandler(method, async (request, ctx) => {
       if (request.params.uri.startsWith('test://')) return {};
