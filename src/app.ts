@@ -31,6 +31,8 @@ import type { ResourceDefinition } from './faces/resource.js';
 import { orchestrationTools, runTools } from './faces/runs/run-tools.js';
 import type { ToolDefinition } from './faces/tool.js';
 import { toolGroupsTool } from './faces/tool-groups.js';
+import type { ConformanceFixtures } from './protocol/conformance-fixtures.js';
+import { Quota } from './protocol/limits.js';
 import {
   createMcpServer,
   createToolRunner,
@@ -73,23 +75,31 @@ export interface AppOptions {
    * has none and keeps no cache). Tests of the cache pass one.
    */
   checkerId?: string;
+  /**
+   * Also serve the official MCP conformance suite's reference tools, prompts and resources
+   * (`serve --http --conformance-fixtures`; never on by default): for running the suite only. The
+   * CLI loads them (src/protocol/conformance-fixtures.ts) only when asked to.
+   */
+  conformanceFixtures?: ConformanceFixtures | undefined;
 }
 
 /** Checked workflow definitions, in the data dir (an optimisation only: deleting it is always safe). */
 export const DEFINITION_CACHE_FILE = 'definition-cache.json';
 
 /**
- * The tools `tools/list` shows by default: enough to find, run, resume and author workflows. The rest
- * (guidance, execution admin, catalogs, tasks) stay callable and are listed through workflow_tools.
+ * The tools `tools/list` shows by default: seed 001's four (list, get, next, validate: the seeds'
+ * contract), seed 004's durable run (start, next_step, and resume after a context reset) and the way to
+ * the other groups. The rest (authoring, execution admin, catalogs, tasks) stay callable and are listed
+ * through workflow_tools.
  */
 export const CORE_TOOLS: readonly string[] = [
   'workflow_list',
   'workflow_get',
+  'workflow_next',
+  'workflow_validate',
   'workflow_start',
   'workflow_next_step',
   'workflow_resume',
-  'workflow_validate_manifest',
-  'workflow_save',
   'workflow_tools',
 ];
 
@@ -125,8 +135,15 @@ export interface App {
   serverFactory: (options?: ServerOptions) => McpServer;
   /** The tool groups of a new connection, listed as configured. */
   toolSwitch: () => ToolSwitch;
+  /** Every tool a tools/call may name: the runner's, and the conformance fixtures when served. */
+  toolNames: ReadonlySet<string>;
   /** Calls `listener` whenever workflow definitions (and so resources) change; returns an unsubscribe. */
   onResourcesChanged: (listener: () => void) => () => void;
+  /**
+   * Calls `listener` when the tool or prompt list changed for every client (only the conformance
+   * fixtures announce such changes); 2025 sessions are told on their own streams.
+   */
+  onListChanged: (listener: (kind: 'tools' | 'prompts') => void) => () => void;
   /** Starts loading definitions and libraries in the background (after the handshake). */
   warmUp: () => void;
   log: (line: string) => void;
@@ -308,15 +325,22 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     faceTools
       .filter((t) => names.includes(t.name))
       .map((t) => ({ name: t.name, description: t.description, inputSchema: inputJsonSchema(t) }));
+  const fixtures = options.conformanceFixtures;
   const runner = createToolRunner(
-    [...faceTools, { ...toolGroupsTool({ describe: describeTools }), groups: ['core'] }],
+    [
+      ...faceTools,
+      { ...toolGroupsTool({ describe: describeTools }), groups: ['core'] },
+      ...(fixtures ? fixtures.tools.map((t) => ({ ...t, groups: [fixtures.group] })) : []),
+    ],
     log,
   );
+  const groupNames: string[] = fixtures ? [...PROFILES, fixtures.group] : [...PROFILES];
   const groups = new Map<string, string[]>(
-    PROFILES.map((g) => [g, runner.tools.filter((t) => t.groups?.includes(g)).map((t) => t.name)]),
+    groupNames.map((g) => [g, runner.tools.filter((t) => t.groups?.includes(g)).map((t) => t.name)]),
   );
-  const toolSwitch = () => new ToolSwitch(groups, config.profiles);
-  const tasks = new TaskDriver({ services: runServices, runner, log });
+  const toolSwitch = () =>
+    new ToolSwitch(groups, fixtures ? [...config.profiles, fixtures.group] : config.profiles);
+  const tasks = new TaskDriver({ services: runServices, runner, log, limits: config.limits });
   // The MCP Apps view is a file of the build, read once when a host first asks for it.
   let view: Promise<string> | undefined;
   const viewHtml = () => {
@@ -346,6 +370,24 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     changeListeners.add(listener);
     return () => changeListeners.delete(listener);
   };
+  const listListeners = new Set<(kind: 'tools' | 'prompts') => void>();
+  const onListChanged = (listener: (kind: 'tools' | 'prompts') => void) => {
+    listListeners.add(listener);
+    return () => listListeners.delete(listener);
+  };
+  const listChanged = (kind: 'tools' | 'prompts') => {
+    for (const server of servers) {
+      if (!server.isConnected()) continue;
+      if (kind === 'tools') void server.sendToolListChanged();
+      else void server.sendPromptListChanged();
+    }
+    for (const listener of listListeners) listener(kind);
+  };
+  // resources/subscribe: per session, and per principal over every session of this app.
+  const subscriptionLimits = {
+    perSession: config.limits.subscriptionsPerSession,
+    perPrincipal: new Quota(Number.POSITIVE_INFINITY, config.limits.subscriptionsPerPrincipal),
+  };
 
   const serverFactory = (options: ServerOptions = {}): McpServer => {
     const tools = options.tools ?? toolSwitch();
@@ -355,12 +397,18 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       detach: options.detach,
       era: options.era,
       onDefinitionsChanged: onResourcesChanged,
+      subscriptionLimits,
       tasks,
       runner,
       resources,
       prompts,
       workflowIds,
       version: config.version,
+      ...(fixtures
+        ? {
+            fixtures: (s: McpServer) => fixtures.register(s, { listChanged }),
+          }
+        : {}),
     });
     servers.add(server);
     const previous = server.server.onclose;
@@ -407,7 +455,9 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     prompts,
     serverFactory,
     toolSwitch,
+    toolNames: new Set([...runner.tools.map((t) => t.name), ...(fixtures?.plainTools ?? [])]),
     onResourcesChanged,
+    onListChanged,
     warmUp,
     log,
     close,

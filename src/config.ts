@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 
 import { PRIVATE_HOSTS_SETTING, parseAllowList } from './catalogs/host-policy.js';
 import { nearestNames } from './engine/nearest.js';
-import { DEFAULT_MAX_MESSAGE_BYTES } from './protocol/limits.js';
+import { DEFAULT_LIMITS, DEFAULT_MAX_MESSAGE_BYTES, type Limits } from './protocol/limits.js';
 import type { WorkflowSource } from './workflows/sources.js';
 
 /** Settings that cannot work: the CLI reports them and exits with code 2 before serving anything. */
@@ -15,6 +15,10 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+export const DEFAULT_SESSIONS_PER_PRINCIPAL = 32;
+export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
+export const DEFAULT_AUTH_FAILURE_LIMIT = 30;
 
 /**
  * Every environment variable the server reads, with what it does: the source of `--help` and of the
@@ -131,6 +135,42 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
   },
   { name: 'WORKFLOWLOOKUP_HTTP_MAX_SESSIONS', description: 'open 2025-11-25 sessions at most, default 256' },
   {
+    name: 'WORKFLOWLOOKUP_HTTP_MAX_SESSIONS_PER_PRINCIPAL',
+    description: `open 2025-11-25 sessions of one principal at most, default ${DEFAULT_SESSIONS_PER_PRINCIPAL} (with authentication)`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_HTTP_MAX_HEADER_BYTES',
+    description: `largest accepted HTTP request head (431 beyond), default ${DEFAULT_MAX_HEADER_BYTES}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_AUTH_FAILURE_LIMIT',
+    description: `failed bearer tokens per minute per client address before 429, default ${DEFAULT_AUTH_FAILURE_LIMIT} (\`0\`: no limit)`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS',
+    description: `\`resources/subscribe\`: resources one session may be subscribed to, default ${DEFAULT_LIMITS.subscriptionsPerSession}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS_PER_PRINCIPAL',
+    description: `the same over all sessions of one principal, default ${DEFAULT_LIMITS.subscriptionsPerPrincipal}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_TASKS',
+    description: `MCP tasks one server works on at once, default ${DEFAULT_LIMITS.tasks}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_TASKS_PER_PRINCIPAL',
+    description: `the same for one principal, default ${DEFAULT_LIMITS.tasksPerPrincipal}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_DASHBOARD_MAX_STREAMS',
+    description: `live dashboard pages open at once, default ${DEFAULT_LIMITS.streams}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_DASHBOARD_MAX_STREAMS_PER_PRINCIPAL',
+    description: `the same for one principal, default ${DEFAULT_LIMITS.streamsPerPrincipal}`,
+  },
+  {
     name: 'WORKFLOWLOOKUP_HTTP_DASHBOARD',
     description:
       '`false` turns off the dashboard `serve --http` serves at `/dashboard` (on by default, behind the same authentication)',
@@ -176,9 +216,16 @@ export interface Config {
   env: NodeJS.ProcessEnv;
   /** Port of the standalone dashboard (`workflowlookup dashboard`). */
   dashboardPort: number;
+  /** What clients may hold open at once, per principal and in total (README, "Limits"). */
+  limits: Limits;
 }
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 60 * 60;
+
+/** A whole number from the environment (its default when unset), parsed strictly (integerSetting). */
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
+  return integerSetting(env[name], name, { min, fallback });
+}
 export const DEFAULT_DASHBOARD_PORT = 3928;
 export const DEFAULT_HTTP_PORT = 3927;
 
@@ -206,7 +253,7 @@ export function booleanSetting(value: string | undefined, where: string, fallbac
 export function integerSetting(
   value: string | undefined,
   where: string,
-  bounds: { min: number; max?: number; fallback: number; unit: string; zero?: string },
+  bounds: { min: number; max?: number; fallback: number; unit?: string; zero?: string },
 ): number {
   const text = value?.trim() ?? '';
   if (text === '') return bounds.fallback;
@@ -214,7 +261,7 @@ export function integerSetting(
   if (Number.isSafeInteger(n) && n >= bounds.min && (bounds.max === undefined || n <= bounds.max)) return n;
   const range = bounds.max === undefined ? `at least ${bounds.min}` : `${bounds.min}-${bounds.max}`;
   throw new ConfigError(
-    `${where} must be a whole number of ${bounds.unit}, ${range}${bounds.zero ? ` (0: ${bounds.zero})` : ''}, not ${JSON.stringify(value)}`,
+    `${where} must be a whole number${bounds.unit ? ` of ${bounds.unit}` : ''}, ${range}${bounds.zero ? ` (0: ${bounds.zero})` : ''}, not ${JSON.stringify(value)}`,
   );
 }
 
@@ -238,7 +285,7 @@ export function parsePort(value: string, where: string): number {
  * that needs a client with MCP tasks (and sampling or elicitation for the orchestrations).
  */
 export const TOOL_GROUPS = {
-  core: 'always listed: find, run, resume and author workflows, and list more groups',
+  core: 'always listed: find workflows, walk them (stateless or durable), resume one, and list more groups',
   guidance: 'stateless guidance (seed 001/002): the client keeps the state',
   executions: 'durable executions: start, advance, pause, resume, find and purge them',
   authoring: 'check, save, rename and delete workflow definitions',
@@ -451,6 +498,30 @@ export function loadConfig(options: ConfigOptions = {}): Config {
     dashboardPort: env.WORKFLOWLOOKUP_DASHBOARD_PORT?.trim()
       ? parsePort(env.WORKFLOWLOOKUP_DASHBOARD_PORT, 'WORKFLOWLOOKUP_DASHBOARD_PORT')
       : DEFAULT_DASHBOARD_PORT,
+    limits: {
+      subscriptionsPerSession: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS',
+        DEFAULT_LIMITS.subscriptionsPerSession,
+      ),
+      subscriptionsPerPrincipal: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS_PER_PRINCIPAL',
+        DEFAULT_LIMITS.subscriptionsPerPrincipal,
+      ),
+      tasks: wholeNumber(env, 'WORKFLOWLOOKUP_MAX_TASKS', DEFAULT_LIMITS.tasks),
+      tasksPerPrincipal: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_MAX_TASKS_PER_PRINCIPAL',
+        DEFAULT_LIMITS.tasksPerPrincipal,
+      ),
+      streams: wholeNumber(env, 'WORKFLOWLOOKUP_DASHBOARD_MAX_STREAMS', DEFAULT_LIMITS.streams),
+      streamsPerPrincipal: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_DASHBOARD_MAX_STREAMS_PER_PRINCIPAL',
+        DEFAULT_LIMITS.streamsPerPrincipal,
+      ),
+    },
   };
   // The HTTP settings are read by `serve --http` only, but a bad value is refused by every command:
   // a typo in a shell profile surfaces at once, not when the server is first run over HTTP.
@@ -499,6 +570,12 @@ export interface HttpSettings {
   /** Requests per minute per principal (0: no limit). */
   rateLimit: number;
   maxSessions: number;
+  /** Sessions of one principal (the whole cap without authentication: everyone is the local user). */
+  maxSessionsPerPrincipal: number;
+  /** Largest request head in bytes (node:http's maxHeaderSize); larger ones get 431. */
+  maxHeaderBytes: number;
+  /** Failed bearer tokens per minute per client address (0: no limit). */
+  authFailureLimit: number;
   /** Serve the dashboard under /dashboard (WORKFLOWLOOKUP_HTTP_DASHBOARD, default on). */
   dashboard: boolean;
 }
@@ -526,6 +603,13 @@ function httpNumbersAndFlags(env: NodeJS.ProcessEnv) {
       fallback: 256,
       unit: 'sessions',
     }),
+    perPrincipal: wholeNumber(
+      env,
+      'WORKFLOWLOOKUP_HTTP_MAX_SESSIONS_PER_PRINCIPAL',
+      DEFAULT_SESSIONS_PER_PRINCIPAL,
+    ),
+    maxHeaderBytes: wholeNumber(env, 'WORKFLOWLOOKUP_HTTP_MAX_HEADER_BYTES', DEFAULT_MAX_HEADER_BYTES, 1024),
+    authFailureLimit: wholeNumber(env, 'WORKFLOWLOOKUP_AUTH_FAILURE_LIMIT', DEFAULT_AUTH_FAILURE_LIMIT, 0),
     dashboard: booleanSetting(env.WORKFLOWLOOKUP_HTTP_DASHBOARD, 'WORKFLOWLOOKUP_HTTP_DASHBOARD', true),
   };
 }
@@ -596,7 +680,8 @@ export function loadHttpSettings(config: Config, flags: HttpFlags = {}): HttpSet
       `refusing to serve ${host} without authentication: anyone who can reach it could run workflows. Set WORKFLOWLOOKUP_AUTH (jwt or tokens), or bind 127.0.0.1`,
     );
   }
-  const { rateLimit, maxSessions, dashboard } = httpNumbersAndFlags(env);
+  const { rateLimit, maxSessions, perPrincipal, maxHeaderBytes, authFailureLimit, dashboard } =
+    httpNumbersAndFlags(env);
   const bindName = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   const allowedHosts = list(env.WORKFLOWLOOKUP_ALLOWED_HOSTS);
   const hosts = allowedHosts.length > 0 ? allowedHosts : [...new Set([...LOOPBACK_NAMES, bindName])];
@@ -613,6 +698,9 @@ export function loadHttpSettings(config: Config, flags: HttpFlags = {}): HttpSet
     auth,
     rateLimit,
     maxSessions,
+    maxSessionsPerPrincipal: auth.mode === 'none' ? maxSessions : Math.min(perPrincipal, maxSessions),
+    maxHeaderBytes,
+    authFailureLimit,
     dashboard,
   };
 }

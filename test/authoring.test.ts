@@ -153,6 +153,8 @@ describe('workflow_validate_manifest', () => {
     ]);
     expect(res.warnings.map((w: Json) => `${w.path} ${w.rule}`)).toEqual([
       '/steps/0/runCondition undocumentedVariable',
+      // mode is mentioned, but only after it is read: no step sets it in time.
+      '/steps/1/runCondition unsetVariable',
       '/steps/1/runCondition unreachableStep',
       '/steps/2/agent unknownAgent',
     ]);

@@ -61,7 +61,7 @@ const RPC_MEANINGS: Record<number, string> = {
     'Invalid params (`data.details`, e.g. `workflowId is required`; an unknown argument names the closest ones)',
   [RpcCode.InternalError]: 'Internal error (details in the server log, under `data.correlation_id`)',
   [RpcCode.ServerError]:
-    'Unsupported protocol version (`data.supportedVersions`, `data.requestedVersion`); a command step that failed (`data.reason`)',
+    'Unsupported protocol version (`data.supportedVersions`, `data.requestedVersion`); a command step that failed (`data.reason`); a sampling request the client refused or failed (`data.details`); `Too many subscriptions` or `Too many tasks` (`data.limit`, `data.details`, see Limits)',
   [RpcCode.WorkflowNotFound]:
     'Workflow not found (`data.workflowId`; `data.did_you_mean`: the nearest ids, when an id is misspelled or cut short)',
   [RpcCode.InvalidWorkflow]:
@@ -74,7 +74,7 @@ const RPC_MEANINGS: Record<number, string> = {
   [RpcCode.StorageError]:
     'Storage error: the execution store cannot be opened; a workflow from a read-only source cannot be changed; the runtime dir is not writable or the disk is full',
   [RpcCode.SecurityError]:
-    'Security error: forged, altered or malformed token; `Token expired` with where to get a fresh one; a path outside the runtime dir',
+    'Security error: forged, altered or malformed token; `Token expired` with where to get a fresh one; a path outside the runtime dir; `Insufficient scope` for a resource (`data.required_scope`)',
   [RpcCode.MissingClientCapability]:
     'Missing required client capability (`data.requiredCapabilities`): the tasks extension on 2026-07-28, sampling or elicitation for an orchestration',
 };

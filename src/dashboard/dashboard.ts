@@ -13,7 +13,7 @@ import { localhostAllowedHostnames, validateHostHeader } from '@modelcontextprot
 import type { App } from '../app.js';
 import { DomainFailure } from '../engine/errors.js';
 import { nearestNames } from '../engine/nearest.js';
-import { EXECUTION_STATES, type ExecutionState } from '../engine/state-machine.js';
+import { EXECUTION_STATES, type ExecutionState, type RequestableState } from '../engine/state-machine.js';
 import { LOCAL_PRINCIPAL } from '../executions/execution-model.js';
 import type { ExecutionQueries } from '../executions/execution-queries.js';
 import { ID_PATTERN } from '../model/workflow.js';
@@ -213,7 +213,12 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
   const viewerOf = options.viewer ?? (() => ({ principal: LOCAL_PRINCIPAL, allPrincipals: true }));
   const assetsDir = options.assetsDir ?? join(app.config.packageRoot, 'dist', 'dashboard');
   const redact = Redactor.forEnvironment(app.config.dataDir, app.config.env, app.config.tokenSecret);
-  const live = new LiveUpdates(queries, (t) => redact.text(t), { log: app.log, ...options.live });
+  const live = new LiveUpdates(queries, (t) => redact.text(t), {
+    log: app.log,
+    maxStreams: app.config.limits.streams,
+    maxStreamsPerPrincipal: app.config.limits.streamsPerPrincipal,
+    ...options.live,
+  });
   // Form tokens: bound to the principal and to the day they were issued (valid for that day and the
   // next). Derived from the configured token secret, so replicas sharing it accept each other's forms;
   // without one, a key of this process.
@@ -435,7 +440,7 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
       });
     try {
       const service = await app.services.executions();
-      await service.setState(id, to as ExecutionState, reason || 'from the dashboard', { principal });
+      await service.setState(id, to as RequestableState, reason || 'from the dashboard', { principal });
       live.poke();
       redirect(res, back(to as Notice));
     } catch (error) {

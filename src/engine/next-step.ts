@@ -10,6 +10,7 @@ import {
   type Workflow,
 } from '../model/workflow.js';
 import { asRecord, type Context, evaluateCondition, readPath } from './conditions.js';
+import { DomainFailure, fail } from './errors.js';
 import { LOOP_CONTROL_KEY } from './workrail.js';
 
 /** Reserved context key holding loop progress; clients send it back unchanged. */
@@ -97,7 +98,8 @@ function loopBodyRefs(workflow: Workflow): Set<string> {
   return refs;
 }
 
-function bodyOf(workflow: Workflow, loop: LoopStep): ActionStep[] {
+/** The steps a loop repeats: its inline body, or the top-level step its body names. */
+export function bodyOf(workflow: Workflow, loop: LoopStep): ActionStep[] {
   if (Array.isArray(loop.body)) return loop.body;
   const target = workflow.steps.find((s): s is Step => s.id === loop.body);
   return target && !isLoopStep(target) ? [target] : [];
@@ -143,11 +145,24 @@ export function nextStep(
       continue;
     }
     if (!runs(step, context) && loops[step.id] === undefined) continue;
-    const found = advanceLoop(workflow, step, completed, context, loops, notices);
+    const found = withWorkflowId(workflow, () =>
+      advanceLoop(workflow, step, completed, context, loops, notices),
+    );
     if (found) return result(found.step, found.position);
     completed.add(step.id);
   }
   return result(null);
+}
+
+/** Names the workflow in a precondition failure raised below (the loop helpers do not know it). */
+function withWorkflowId<T>(workflow: Workflow, run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    if (error instanceof DomainFailure && error.error.code === 'precondition_failed')
+      fail({ ...error.error, workflowId: workflow.id });
+    throw error;
+  }
 }
 
 function advanceLoop(
@@ -171,7 +186,7 @@ function advanceLoop(
     loops[loop.id] = { iteration };
     const next = body.find((s) => !completed.has(s.id) && runs(s, context));
     if (next) {
-      const items = cfg.type === 'forEach' ? readPath(context, cfg.items) : undefined;
+      const items = cfg.type === 'forEach' ? loopSource(loop, context).items : undefined;
       return {
         step: next,
         position: {
@@ -234,16 +249,10 @@ function shouldRun(loop: LoopStep, n: number, context: Context, first: boolean):
     case 'until':
       go = first || !evaluateCondition(condition, context);
       break;
-    case 'for': {
-      const count = typeof cfg.count === 'number' ? cfg.count : readPath(context, cfg.count);
-      go = typeof count === 'number' && n <= count;
+    case 'for':
+    case 'forEach':
+      go = n <= loopSource(loop, context).length;
       break;
-    }
-    case 'forEach': {
-      const items = readPath(context, cfg.items);
-      go = Array.isArray(items) && n <= items.length;
-      break;
-    }
   }
   if (go) setLoopVars(loop, n, context);
   return go;
@@ -259,26 +268,59 @@ function wouldContinue(loop: LoopStep, n: number, context: Context): boolean {
       return evaluateCondition(condition, context);
     case 'until':
       return !evaluateCondition(condition, context);
-    case 'for': {
-      const count = typeof cfg.count === 'number' ? cfg.count : readPath(context, cfg.count);
-      return typeof count === 'number' && n <= count;
-    }
-    case 'forEach': {
-      const items = readPath(context, cfg.items);
-      return Array.isArray(items) && n <= items.length;
-    }
+    case 'for':
+    case 'forEach':
+      return n <= loopSource(loop, context).length;
   }
+}
+
+/**
+ * What a for/forEach loop iterates over: its count, or the items of its list. A list or count that is
+ * missing or of the wrong type refuses to go on (PRECONDITION_FAILED, naming the variable to supply)
+ * instead of skipping the loop without a word, as WorkRail does; an empty list or a count of 0 runs no
+ * iteration.
+ */
+export function loopSource(loop: LoopStep, context: Context): { length: number; items?: unknown[] } {
+  const cfg = loop.loop;
+  if (cfg.type === 'for') {
+    if (typeof cfg.count === 'number') return { length: cfg.count };
+    const count = readPath(context, cfg.count);
+    if (typeof count === 'number' && Number.isInteger(count) && count >= 0) return { length: count };
+    return missingSource(loop, cfg.count, 'a whole number (0 or more)', count);
+  }
+  if (cfg.type !== 'forEach') return { length: 0 };
+  const items = readPath(context, cfg.items);
+  if (Array.isArray(items)) return { length: items.length, items };
+  return missingSource(loop, cfg.items, 'an array', items);
+}
+
+function missingSource(loop: LoopStep, variable: string, expected: string, got: unknown): never {
+  return fail({
+    code: 'precondition_failed',
+    message: `${loop.loop.type} loop '${loop.id}' requires ${expected} in context['${variable}']; ${got === undefined ? 'it is not set' : `got ${describeGot(got)}`}`,
+    workflowId: '',
+    variable,
+    expected,
+    loopId: loop.id,
+  });
+}
+
+/** A short, bounded description of a refused value (its type, and the value itself when small). */
+export function describeGot(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (typeof value === 'object') return 'an object';
+  const text = JSON.stringify(value) ?? String(value);
+  return `${typeof value} ${text.length > 60 ? `${text.slice(0, 57)}...` : text}`;
 }
 
 function setLoopVars(loop: LoopStep, n: number, context: Context): void {
   const cfg = loop.loop;
   context[cfg.iterationVar ?? 'currentIteration'] = n;
   if (cfg.type === 'forEach') {
-    const items = readPath(context, cfg.items);
-    if (Array.isArray(items)) {
-      context[cfg.itemVar ?? 'currentItem'] = items[n - 1];
-      context[cfg.indexVar ?? 'currentIndex'] = n - 1;
-    }
+    const { items = [] } = loopSource(loop, context);
+    context[cfg.itemVar ?? 'currentItem'] = items[n - 1];
+    context[cfg.indexVar ?? 'currentIndex'] = n - 1;
   }
 }
 

@@ -198,7 +198,18 @@ export class CommandPhase {
         ...exec.context,
         steps: { ...asRecord(exec.context.steps), [step.id]: result.output },
       };
-      const next = nextStep(workflow, [...exec.completed_steps, step.id], context);
+      let next: ReturnType<typeof nextStep>;
+      try {
+        next = nextStep(workflow, [...exec.completed_steps, step.id], context);
+      } catch (error) {
+        // A loop ahead reads a list or count the response did not provide: no agent can supply it here.
+        if (!(error instanceof DomainFailure) || error.error.code !== 'precondition_failed') throw error;
+        exec.completed_steps = [...exec.completed_steps, step.id];
+        exec.context = context;
+        await machine.transition(tx, exec, 'failed', `PRECONDITION_FAILED: ${error.error.message}`);
+        await tx.updateExecution(exec);
+        return;
+      }
       await machine.enterStep(tx, exec, workflow, next);
       await tx.updateExecution(exec);
     });
