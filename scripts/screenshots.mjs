@@ -84,20 +84,19 @@ const plan =
   '1. Add a token bucket in src/server/limits.ts.\n2. Wire it into src/server/router.ts.\n' +
   '3. Add tests for bursts and refills.\nRisks: clock skew between workers; edge case of a zero quota.';
 for (const [workflow, state] of [
-  ['ai-task-implementation', 'completed'],
+  ['ai-task-implementation', 'diverged'],
   ['mr-review-workflow', 'paused'],
   ['presentation-creation', 'abandoned'],
   ['adaptive-ticket-creation', 'running'],
 ]) {
   const started = await tool('workflow_start', { workflow_id: workflow, context: { ticketType: 'bug' } });
-  if (state !== 'running' && state !== 'completed') {
+  if (state !== 'running') {
     await tool('workflow_set_state', {
       execution_id: started.execution_id,
       state,
       reason: 'waiting for the owner',
     });
   }
-  if (state === 'completed') await tool('workflow_set_state', { execution_id: started.execution_id, state });
 }
 let step = await tool('workflow_start', {
   workflow_id: 'coding-task-workflow',

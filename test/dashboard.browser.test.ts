@@ -281,19 +281,20 @@ describe('the first hour (issue #23 item 7), at desktop and phone sizes', () => 
   let finished: string;
 
   beforeAll(async () => {
-    // One paused with a reason; one paused, then finished (its pause reason is history).
+    // One paused with a reason; one paused, then ended (its pause reason is history). Agents may not
+    // set `completed`; ending it as abandoned, without a reason, is the same case on the page.
     paused = (await call('workflow_start', { workflow_name: 'durable-demo' })).execution_id;
     await call('workflow_set_state', { execution_id: paused, state: 'paused', reason: 'lunch' });
     finished = (await call('workflow_start', { workflow_name: 'loops-demo' })).execution_id;
     await call('workflow_set_state', { execution_id: finished, state: 'paused', reason: 'lunch' });
     await call('workflow_set_state', { execution_id: finished, state: 'running' });
-    await call('workflow_set_state', { execution_id: finished, state: 'completed' });
+    await call('workflow_set_state', { execution_id: finished, state: 'abandoned' });
   });
 
   for (const [name, viewport] of VIEWPORTS) {
     it(`${name}: a finished execution shows no old pause reason; a paused one's step waits as paused`, async () => {
       const done = await open(`${dash.url}executions/${finished}`, viewport);
-      expect(await done.page.locator('#state').textContent()).toContain('completed');
+      expect(await done.page.locator('#state').textContent()).toContain('abandoned');
       expect(await done.page.locator('#state').textContent()).not.toContain('lunch');
       await done.page.context().close();
       const { page, problems } = await open(`${dash.url}executions/${paused}`, viewport);
