@@ -289,9 +289,13 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   };
 
   const guide = guideLoader(config.packageRoot);
+  // Purging history is work on finished executions; runs, their cancellation and the orchestrations
+  // need a client with MCP tasks, so they share the one group such a client lists (config.ts).
+  const runFace = runTools(runServices);
+  const purge = runFace.filter((t) => t.name === 'workflow_purge_history');
   const faces: [Profile, ToolDefinition[]][] = [
     ['guidance', guidanceTools({ registry, engine, catalogs, allowedEnv: config.allowedEnv })],
-    ['executions', executionTools(executions)],
+    ['executions', [...executionTools(executions), ...purge]],
     [
       'authoring',
       authoringTools({
@@ -312,7 +316,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         allowedEnvNames: config.allowedEnvNames,
       }),
     ],
-    ['tasks', [...runTools(runServices), ...orchestrationTools(runServices)]],
+    ['tasks', [...runFace.filter((t) => !purge.includes(t)), ...orchestrationTools(runServices)]],
   ];
   const faceTools = faces.flatMap(([group, tools]) =>
     tools.map((t) => ({ ...t, groups: CORE_TOOLS.includes(t.name) ? [group, 'core'] : [group] })),

@@ -124,6 +124,7 @@ describe('answers that lead (item 3)', () => {
       ['command_list', { catalog_id: 'spare-api' }],
       ['provider_list', {}],
       ['catalog_remove', { catalog_id: 'spare-api' }],
+      ['workflow_purge_history', { state: 'abandoned', dry_run: true }],
     ];
     expect(new Set(calls.map(([tool]) => tool))).toEqual(new Set(leading));
     const known = new Set(groups.flatMap((g) => g.tools));

@@ -108,6 +108,30 @@ describe('workflow_get', () => {
     });
   });
 
+  it('a misspelled or shortened id gets a did-you-mean, and the call that shows the workflow', async () => {
+    const res = await call('workflow_get', { id: 'coding-task' });
+    expect(res.error).toMatchObject({
+      code: -32001,
+      message: 'Workflow not found',
+      data: {
+        workflowId: 'coding-task',
+        did_you_mean: ['coding-task-workflow'],
+        message: 'Workflow not found; did you mean "coding-task-workflow"?',
+        suggested_action: expect.stringContaining('Did you mean "coding-task-workflow"?'),
+        next: [
+          { tool: 'workflow_get', arguments: { workflow_id: 'coding-task-workflow' } },
+          { tool: 'workflow_list', arguments: {} },
+        ],
+      },
+    });
+    const typo = await call('workflow_next', { workflowId: 'loops-demp', completedSteps: [] });
+    expect(typo.error.data.did_you_mean).toEqual(['loops-demo']);
+    // Nothing near: no guess.
+    expect((await call('workflow_get', { id: 'zzzzzz-qqqq' })).error.data).not.toHaveProperty('did_you_mean');
+    const start = await client.callTool({ name: 'workflow_start', arguments: { workflow_id: 'mr-review' } });
+    expect((start.structuredContent as Json).error.data.did_you_mean).toEqual(['mr-review-workflow']);
+  });
+
   it('gives -32002 with violations for a broken definition', async () => {
     const res = await call('workflow_get', { id: 'broken-schema' });
     expect(res.error.code).toBe(-32002);

@@ -61,7 +61,7 @@ export const COMMAND_SPECS = {
       tools: {
         type: 'string',
         value: 'LIST',
-        help: `tool groups to list: ${PROFILES.join(', ')} or all (env WORKFLOWLOOKUP_TOOLS)`,
+        help: `tool groups to list besides core (always listed): ${PROFILES.filter((p) => p !== 'core').join(', ')} or all, comma-separated (env WORKFLOWLOOKUP_TOOLS)`,
       },
       'conformance-fixtures': {
         type: 'boolean',
@@ -114,16 +114,24 @@ export const COMMAND_SPECS = {
   },
   export: {
     usage: 'export [--store DIR|URL] [--out FILE]',
-    summary: 'write every execution as JSON lines (a backup, or to move between SQLite and PostgreSQL)',
+    summary:
+      'write every execution as JSON lines (a backup, or to move between SQLite and PostgreSQL), after a header naming the token secret (a fingerprint, never the secret)',
     options: {
       store: STORE_OPTION,
       out: { type: 'string', value: 'FILE', help: 'write here (default stdout)' },
     },
   },
   import: {
-    usage: 'import FILE|- [--store DIR|URL]',
-    summary: 'read executions that export wrote; those already present are kept as they are',
-    options: { store: STORE_OPTION },
+    usage: 'import FILE|- [--store DIR|URL] [--new-tokens]',
+    summary:
+      'read executions that export wrote; those already present are kept as they are. Refused (exit 2, nothing written) when the target signs tokens with another secret than the source did',
+    options: {
+      store: STORE_OPTION,
+      'new-tokens': {
+        type: 'boolean',
+        help: 'import even so: live tokens become invalid and agents get fresh ones from workflow_resume',
+      },
+    },
   },
   token: {
     usage: 'token add NAME [--scopes read,run] [--principal P] | token list | token remove NAME',

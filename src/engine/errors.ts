@@ -5,7 +5,8 @@ import type { Violation } from '../model/violation.js';
  * JSON-RPC errors and tool error results in one place (src/protocol/error-mapping.ts).
  */
 export type DomainError =
-  | { code: 'workflow_not_found'; message: string; workflowId: string }
+  /** `didYouMean`: the served ids nearest to the unknown one (a typo, an id cut short). */
+  | { code: 'workflow_not_found'; message: string; workflowId: string; didYouMean?: string[] }
   | { code: 'workflow_invalid'; message: string; workflowId?: string; file?: string; violations: Violation[] }
   | { code: 'step_not_found'; message: string; workflowId: string; stepId: string }
   | { code: 'criteria_invalid'; message: string; workflowId: string; stepId: string; details: string }

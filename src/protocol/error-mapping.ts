@@ -91,9 +91,15 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     error_code: 'WORKFLOW_NOT_FOUND',
     category: 'not_found',
     retryable: false,
-    action: () => 'Call workflow_list {} to see the available workflow ids.',
-    fix: () => [next('workflow_list', {})],
-    legacy: (e) => ({ workflowId: e.workflowId }),
+    action: (e) =>
+      e.didYouMean?.[0] !== undefined
+        ? `Did you mean "${e.didYouMean[0]}"? workflow_get {"workflow_id": "${e.didYouMean[0]}"} shows it; workflow_list {} lists every workflow id.`
+        : 'Call workflow_list {} to see the available workflow ids.',
+    fix: (e) => [
+      ...(e.didYouMean?.[0] !== undefined ? [next('workflow_get', { workflow_id: e.didYouMean[0] })] : []),
+      next('workflow_list', {}),
+    ],
+    legacy: (e) => defined({ workflowId: e.workflowId, did_you_mean: e.didYouMean }),
     context: (e) => ({ workflow_id: e.workflowId }),
   },
   workflow_invalid: {

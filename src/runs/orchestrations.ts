@@ -321,7 +321,7 @@ export class Orchestrations {
       await registry.ready();
       const entry = registry.get(input.workflow_id);
       if (entry === undefined) {
-        fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: input.workflow_id });
+        return registry.missing(input.workflow_id);
       }
       const content = (await registry.readSource(entry)).toString('utf8');
       const [last] = await store.listExecutions({

@@ -137,7 +137,7 @@ function parseYaml(text: string, YAML: Yaml, options: ParseOptions): ParseResult
     return {
       ok: true,
       data: doc.toJS({ maxAliasCount: options.maxAliasCount ?? 100 }),
-      locate: yamlLocator(doc, lineCounter, YAML),
+      locate: yamlLocator(doc, lineCounter, YAML, text),
     };
   } catch (error) {
     if (error instanceof ReferenceError) {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { fail } from '../engine/errors.js';
+import { didYouMean, nearestNames } from '../engine/nearest.js';
 import { ValidationEngine } from '../engine/validation-engine.js';
 import { expandTemplateCalls, routineIdsOf } from '../engine/workrail.js';
 import type { Violation } from '../model/violation.js';
@@ -216,11 +217,24 @@ export class WorkflowRegistry {
     return this.view.byId.get(id);
   }
 
+  /**
+   * The seed's -32001 for an id no source serves, naming the nearest served ids (`coding-task` →
+   * `coding-task-workflow`); the comparison is bounded (engine/nearest.ts).
+   */
+  missing(id: string): never {
+    const near = nearestNames(id, this.view.byId.keys());
+    fail({
+      code: 'workflow_not_found',
+      message: `Workflow not found${didYouMean(id, near)}`,
+      workflowId: id,
+      ...(near.length > 0 ? { didYouMean: near } : {}),
+    });
+  }
+
   /** A valid workflow by id; "missing" and "broken" become the seed's -32001 / -32002 errors. */
   require(id: string): LoadedWorkflow {
     const entry = this.view.byId.get(id);
-    if (entry === undefined)
-      fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+    if (entry === undefined) this.missing(id);
     if (entry.status === 'broken') {
       fail({
         code: 'workflow_invalid',

@@ -91,8 +91,7 @@ export function authoringPrompts(
   const source = async (id: string) => {
     await registry.ready();
     const entry = registry.get(id);
-    if (entry === undefined)
-      fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+    if (entry === undefined) return registry.missing(id);
     const text = (await registry.readSource(entry)).toString('utf8');
     return { entry, text, format: formatOf(entry.file) ?? 'json' };
   };

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fail } from '../../engine/errors.js';
 import { workflowJsonSchema } from '../../model/workflow.js';
 import { formatOf } from '../../workflows/parse.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
@@ -84,8 +83,7 @@ export function authoringResources(
         await registry.ready();
         const id = decodeURIComponent(vars.workflowId ?? '');
         const entry = registry.get(id);
-        if (entry === undefined)
-          fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+        if (entry === undefined) return registry.missing(id);
         return (await registry.readSource(entry)).toString('utf8');
       },
     },

@@ -3,7 +3,12 @@ import * as z from 'zod';
 import { fail } from '../../engine/errors.js';
 import type { ValidationEngine } from '../../engine/validation-engine.js';
 import { IdSchema, type Workflow } from '../../model/workflow.js';
-import { type CheckReport, checkDefinition, DEFINITION_LIMITS } from '../../workflows/check.js';
+import {
+  type CheckReport,
+  checkDefinition,
+  DEFINITION_LIMITS,
+  describeViolation,
+} from '../../workflows/check.js';
 import { detectFormat } from '../../workflows/manifest-check.js';
 import { type DefinitionFormat, formatOf } from '../../workflows/parse.js';
 import type { PersonaRegistry } from '../../workflows/personas.js';
@@ -64,8 +69,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
     const own = registry.inSource(runtime.kind, id);
     if (own) return own;
     const other = registry.get(id);
-    if (other === undefined)
-      fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+    if (other === undefined) return registry.missing(id);
     fail({
       code: 'workflow_read_only',
       message: `workflow "${id}" comes from the ${other.source} source (${other.file}), which is read-only`,
@@ -126,10 +130,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           valid: r.valid,
           ...(r.workflow ? { workflow_id: r.workflow.id } : {}),
           format: r.format,
-          errors: r.errors.map(
-            (e) =>
-              `${e.path || '(root)'}${e.line !== undefined ? ` (${e.line}:${e.column ?? 0})` : ''}: ${e.message}`,
-          ),
+          errors: r.errors.map(describeViolation),
           warnings: r.warnings,
           violations: r.errors,
           next: r.valid

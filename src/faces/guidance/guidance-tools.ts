@@ -280,8 +280,7 @@ export function guidanceTools({
         }
         if (view !== 'source') return registry.require(id).workflow;
         const entry = registry.get(id);
-        if (entry === undefined)
-          fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+        if (entry === undefined) return registry.missing(id);
         // Read the safe way: a link that now leaves its source dir is refused, never followed.
         const bytes = await registry.readSource(entry);
         return {

@@ -11,6 +11,7 @@ import {
 } from '../../runs/run-model.js';
 import type { RunResult } from '../../runs/run-service.js';
 import type { RunServices } from '../../runs/run-services.js';
+import { NextSchema, next } from '../next.js';
 import { ViolationSchema } from '../schemas.js';
 import { annotate, defineTool, requireConfirmation, type ToolContext, type ToolDefinition } from '../tool.js';
 
@@ -215,6 +216,7 @@ export function runTools(services: () => Promise<RunServices>): ToolDefinition[]
           })
           .describe('What was (or, for a dry run, would be) removed'),
         message: z.string(),
+        next: NextSchema,
       }),
       // Removes history for good; the same filter later may match runs that finished meanwhile.
       annotations: annotate({ changes: 'destructively', repeatable: false, external: false }),
@@ -224,12 +226,15 @@ export function runTools(services: () => Promise<RunServices>): ToolDefinition[]
         const planned = await runs.purge(filter, ctx.caller, true);
         const nothing = planned.executions === 0 && planned.tasks === 0;
         if (dry_run === true || nothing) {
+          // A dry run leads to the purge it counted (executions is its group: answers lead there).
+          const asked = Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined));
           return {
             dry_run: true,
             removed: planned,
             message: nothing
               ? 'Nothing matches; nothing was removed.'
               : `Would remove ${planned.executions} execution(s) and ${planned.tasks} task(s); call again without dry_run (and with confirm) to remove them.`,
+            next: nothing ? [] : [next('workflow_purge_history', { ...asked, confirm: true })],
           };
         }
         await requireConfirmation(ctx, confirm, {
@@ -244,6 +249,7 @@ export function runTools(services: () => Promise<RunServices>): ToolDefinition[]
           dry_run: false,
           removed,
           message: `Removed ${removed.executions} execution(s), ${removed.steps} step(s), ${removed.artifacts} artifact(s), ${removed.telemetry} telemetry event(s) and ${removed.tasks} task(s).`,
+          next: [],
         };
       },
     }),

@@ -27,6 +27,7 @@ import { SqlFilter } from '../sql-filter.js';
 import { Checkpointer } from './checkpointer.js';
 import { MIGRATIONS } from './migrations.js';
 import { DATABASE_FILE, refuseDamagedFile } from './sqlite-file.js';
+import { pragma, statement } from './statements.js';
 
 /** SQLite's page cache per connection, in KiB (SQLite's own default is about 2 MB). */
 const PAGE_CACHE_KIB = 2048;
@@ -204,101 +205,130 @@ export class SqliteExecutionStore implements ExecutionStore {
         fileMustExist: true,
         timeout: BUSY_TIMEOUT_MS,
       });
-      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      this.db.pragma('query_only = ON');
+      pragma(this.db, `busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      pragma(this.db, 'query_only = ON');
       refuseNewerSchema(this.db);
     } else {
       mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       refuseDamagedFile(this.location);
       this.db = new Database(this.location, { timeout: BUSY_TIMEOUT_MS });
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = NORMAL');
-      this.db.pragma('foreign_keys = ON');
+      pragma(this.db, 'journal_mode = WAL');
+      pragma(this.db, 'synchronous = NORMAL');
+      pragma(this.db, 'foreign_keys = ON');
       // Checkpoints are ours (checkpointer.ts): SQLite's own runs, with its fsyncs, inside the commit
       // that crosses 1,000 WAL pages, which made the p99 of a step 13-15 ms instead of 5.
-      this.db.pragma('wal_autocheckpoint = 0');
-      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      pragma(this.db, 'wal_autocheckpoint = 0');
+      pragma(this.db, `busy_timeout = ${BUSY_TIMEOUT_MS}`);
       migrate(this.db);
-      this.db.pragma(`busy_timeout = ${STATEMENT_BUSY_MS}`);
+      pragma(this.db, `busy_timeout = ${STATEMENT_BUSY_MS}`);
       this.checkpointer = new Checkpointer(this.location, () => this.checkpoint(), options.checkpointWorker);
     }
     // better-sqlite3 builds SQLite with a 16 MB page cache per connection, which filled up over 10,000
     // executions and was a tenth of the server's peak RSS; the pages are in the OS page cache anyway.
     // (The dashboard's read-only connection keeps the default: it scans far more of the file.)
-    if (!this.readOnly) this.db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
+    if (!this.readOnly) pragma(this.db, `cache_size = -${PAGE_CACHE_KIB}`);
     const db = this.db;
     this.stmts = {
-      getExecution: db.prepare('SELECT * FROM workflow_executions WHERE execution_id = ?'),
-      insertExecution:
-        db.prepare(`INSERT INTO workflow_executions (execution_id, principal, workflow_name, definition_hash,
+      getExecution: statement(db, 'SELECT * FROM workflow_executions WHERE execution_id = ?'),
+      insertExecution: statement(
+        db,
+        `INSERT INTO workflow_executions (execution_id, principal, workflow_name, definition_hash,
         state, current_step, current_seq, completed_steps, context, token_nonce, token_attempt, token_issued_at,
         token_expires_at, started_at, updated_at, completed_at, duration_ms, metadata)
         VALUES (@execution_id, @principal, @workflow_name, @definition_hash, @state, @current_step, @current_seq, @completed_steps,
         @context, @token_nonce, @token_attempt, @token_issued_at, @token_expires_at, @started_at, @updated_at,
-        @completed_at, @duration_ms, @metadata)`),
-      updateExecution:
-        db.prepare(`UPDATE workflow_executions SET state = @state, current_step = @current_step,
+        @completed_at, @duration_ms, @metadata)`,
+      ),
+      updateExecution: statement(
+        db,
+        `UPDATE workflow_executions SET state = @state, current_step = @current_step,
         current_seq = @current_seq, completed_steps = @completed_steps, context = @context, token_nonce = @token_nonce,
         token_attempt = @token_attempt, token_issued_at = @token_issued_at, token_expires_at = @token_expires_at,
         updated_at = @updated_at, completed_at = @completed_at, duration_ms = @duration_ms, metadata = @metadata
-        WHERE execution_id = @execution_id`),
-      getSteps: db.prepare('SELECT * FROM workflow_steps WHERE execution_id = ? ORDER BY seq'),
-      getStep: db.prepare('SELECT * FROM workflow_steps WHERE execution_id = ? AND seq = ?'),
-      insertStep:
-        db.prepare(`INSERT INTO workflow_steps (execution_id, seq, step_name, agent_name, iteration, status,
+        WHERE execution_id = @execution_id`,
+      ),
+      getSteps: statement(db, 'SELECT * FROM workflow_steps WHERE execution_id = ? ORDER BY seq'),
+      getStep: statement(db, 'SELECT * FROM workflow_steps WHERE execution_id = ? AND seq = ?'),
+      insertStep: statement(
+        db,
+        `INSERT INTO workflow_steps (execution_id, seq, step_name, agent_name, iteration, status,
         attempts, started_at, completed_at, duration_ms, output, lease_owner, lease_expires_at) VALUES (@execution_id, @seq,
         @step_name, @agent_name, @iteration, @status, @attempts, @started_at, @completed_at, @duration_ms, @output,
-        @lease_owner, @lease_expires_at)`),
-      updateStep: db.prepare(`UPDATE workflow_steps SET status = @status, attempts = @attempts,
+        @lease_owner, @lease_expires_at)`,
+      ),
+      updateStep: statement(
+        db,
+        `UPDATE workflow_steps SET status = @status, attempts = @attempts,
         completed_at = @completed_at, duration_ms = @duration_ms, output = @output, lease_owner = @lease_owner,
-        lease_expires_at = @lease_expires_at WHERE execution_id = @execution_id AND seq = @seq`),
-      getArtifacts: db.prepare('SELECT * FROM workflow_artifacts WHERE execution_id = ? ORDER BY id'),
-      getStepArtifacts: db.prepare(
+        lease_expires_at = @lease_expires_at WHERE execution_id = @execution_id AND seq = @seq`,
+      ),
+      getArtifacts: statement(db, 'SELECT * FROM workflow_artifacts WHERE execution_id = ? ORDER BY id'),
+      getStepArtifacts: statement(
+        db,
         'SELECT * FROM workflow_artifacts WHERE execution_id = ? AND step_name = ? ORDER BY id',
       ),
-      insertArtifact:
-        db.prepare(`INSERT INTO workflow_artifacts (execution_id, step_name, artifact_type, name, content,
+      insertArtifact: statement(
+        db,
+        `INSERT INTO workflow_artifacts (execution_id, step_name, artifact_type, name, content,
         content_type, size_bytes, metadata, created_at) VALUES (@execution_id, @step_name, @artifact_type, @name,
-        @content, @content_type, @size_bytes, @metadata, @created_at)`),
-      insertTelemetry:
-        db.prepare(`INSERT INTO telemetry_events (event_type, execution_id, step_name, agent_name,
-        metadata, created_at) VALUES (@event_type, @execution_id, @step_name, @agent_name, @metadata, @created_at)`),
-      getSubmission: db.prepare('SELECT * FROM token_submissions WHERE nonce = ?'),
-      recordSubmission: db.prepare(`INSERT INTO token_submissions (nonce, execution_id, output_hash, response,
-        created_at) VALUES (@nonce, @execution_id, @output_hash, @response, @created_at)`),
-      updateSubmission: db.prepare('UPDATE token_submissions SET response = ? WHERE nonce = ?'),
-      getDefinition: db.prepare('SELECT content FROM workflow_definitions WHERE hash = ?'),
-      getPinnedDefinition: db.prepare('SELECT * FROM workflow_definitions WHERE hash = ?'),
-      pinDefinition:
-        db.prepare(`INSERT OR IGNORE INTO workflow_definitions (hash, workflow_id, content, created_at)
-        VALUES (?, ?, ?, ?)`),
-      getSubmissions: db.prepare(
+        @content, @content_type, @size_bytes, @metadata, @created_at)`,
+      ),
+      insertTelemetry: statement(
+        db,
+        `INSERT INTO telemetry_events (event_type, execution_id, step_name, agent_name,
+        metadata, created_at) VALUES (@event_type, @execution_id, @step_name, @agent_name, @metadata, @created_at)`,
+      ),
+      getSubmission: statement(db, 'SELECT * FROM token_submissions WHERE nonce = ?'),
+      recordSubmission: statement(
+        db,
+        `INSERT INTO token_submissions (nonce, execution_id, output_hash, response,
+        created_at) VALUES (@nonce, @execution_id, @output_hash, @response, @created_at)`,
+      ),
+      updateSubmission: statement(db, 'UPDATE token_submissions SET response = ? WHERE nonce = ?'),
+      getDefinition: statement(db, 'SELECT content FROM workflow_definitions WHERE hash = ?'),
+      getPinnedDefinition: statement(db, 'SELECT * FROM workflow_definitions WHERE hash = ?'),
+      pinDefinition: statement(
+        db,
+        `INSERT OR IGNORE INTO workflow_definitions (hash, workflow_id, content, created_at)
+        VALUES (?, ?, ?, ?)`,
+      ),
+      getSubmissions: statement(
+        db,
         'SELECT * FROM token_submissions WHERE execution_id = ? ORDER BY created_at, nonce',
       ),
-      pageExecutions: db.prepare(
+      pageExecutions: statement(
+        db,
         'SELECT * FROM workflow_executions WHERE execution_id > ? ORDER BY execution_id LIMIT ?',
       ),
-      schemaVersion: db.prepare('SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations'),
-      getTask: db.prepare('SELECT * FROM tasks WHERE task_id = ?'),
-      insertTask:
-        db.prepare(`INSERT INTO tasks (task_id, principal, tool, arguments, run_id, workflow_id, status,
+      schemaVersion: statement(db, 'SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations'),
+      getTask: statement(db, 'SELECT * FROM tasks WHERE task_id = ?'),
+      insertTask: statement(
+        db,
+        `INSERT INTO tasks (task_id, principal, tool, arguments, run_id, workflow_id, status,
         status_message, snapshot, created_at, last_updated_at, ttl_ms, expires_at, poll_interval_ms, input_requests,
         input_responses, result, error, owner, lease_expires_at, meta) VALUES (@task_id, @principal, @tool, @arguments,
         @run_id, @workflow_id, @status, @status_message, @snapshot, @created_at, @last_updated_at, @ttl_ms, @expires_at,
-        @poll_interval_ms, @input_requests, @input_responses, @result, @error, @owner, @lease_expires_at, @meta)`),
-      updateTask: db.prepare(`UPDATE tasks SET tool = @tool, arguments = @arguments, run_id = @run_id,
+        @poll_interval_ms, @input_requests, @input_responses, @result, @error, @owner, @lease_expires_at, @meta)`,
+      ),
+      updateTask: statement(
+        db,
+        `UPDATE tasks SET tool = @tool, arguments = @arguments, run_id = @run_id,
         workflow_id = @workflow_id, status = @status, status_message = @status_message, snapshot = @snapshot,
         last_updated_at = @last_updated_at, ttl_ms = @ttl_ms, expires_at = @expires_at,
         poll_interval_ms = @poll_interval_ms, input_requests = @input_requests, input_responses = @input_responses,
         result = @result, error = @error, owner = @owner, lease_expires_at = @lease_expires_at, meta = @meta
-        WHERE task_id = @task_id`),
-      deleteExpiredTasks: db.prepare(
+        WHERE task_id = @task_id`,
+      ),
+      deleteExpiredTasks: statement(
+        db,
         `DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at < ? AND status IN ('completed','failed','cancelled')`,
       ),
-      listPrincipals: db.prepare('SELECT DISTINCT principal FROM workflow_executions ORDER BY principal'),
-      changed:
-        db.prepare(`SELECT ${HEAD_COLUMNS} FROM workflow_executions WHERE principal = ? AND updated_at >= ?
-        ORDER BY updated_at, execution_id LIMIT ?`),
+      listPrincipals: statement(db, 'SELECT DISTINCT principal FROM workflow_executions ORDER BY principal'),
+      changed: statement(
+        db,
+        `SELECT ${HEAD_COLUMNS} FROM workflow_executions WHERE principal = ? AND updated_at >= ?
+        ORDER BY updated_at, execution_id LIMIT ?`,
+      ),
     };
   }
 
@@ -433,7 +463,7 @@ export class SqliteExecutionStore implements ExecutionStore {
       );
     }
     const sql = `SELECT * FROM tasks ${f.where} ORDER BY created_at DESC, task_id DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...f.values, filter.limit) as Row[]).map(toTask);
+    return (statement(this.db, sql).all(...f.values, filter.limit) as Row[]).map(toTask);
   }
 
   /** Collects the doomed executions in a temporary table, counts what hangs off them, then deletes. */
@@ -453,7 +483,8 @@ export class SqliteExecutionStore implements ExecutionStore {
         where.push('COALESCE(completed_at, updated_at) < ?');
         params.push(filter.finished_before);
       }
-      db.prepare(
+      statement(
+        db,
         `INSERT INTO purge_ids SELECT execution_id FROM workflow_executions WHERE ${where.join(' AND ')}`,
       ).run(...params);
     }
@@ -480,7 +511,8 @@ export class SqliteExecutionStore implements ExecutionStore {
     const inPurge = 'execution_id IN (SELECT execution_id FROM purge_ids)';
     const taskWhere = `(principal = ? AND status IN ('completed','failed','cancelled') AND run_id IN (SELECT execution_id FROM purge_ids)) OR (${runless.join(' AND ')})`;
     const taskParams = [filter.principal, ...runlessParams];
-    const count = (sql: string, ...params: unknown[]) => (db.prepare(sql).get(...params) as { n: number }).n;
+    const count = (sql: string, ...params: unknown[]) =>
+      (statement(this.db, sql).get(...params) as { n: number }).n;
     const counts: PurgeCounts = {
       executions: count('SELECT COUNT(*) AS n FROM purge_ids'),
       steps: count(`SELECT COUNT(*) AS n FROM workflow_steps WHERE ${inPurge}`),
@@ -490,7 +522,7 @@ export class SqliteExecutionStore implements ExecutionStore {
       tasks: count(`SELECT COUNT(*) AS n FROM tasks WHERE ${taskWhere}`, ...taskParams),
     };
     if (!filter.dry_run) {
-      db.prepare(`DELETE FROM tasks WHERE ${taskWhere}`).run(...taskParams);
+      statement(db, `DELETE FROM tasks WHERE ${taskWhere}`).run(...taskParams);
       db.exec(`DELETE FROM telemetry_events WHERE ${inPurge}`);
       // Steps, artifacts and submissions go with their execution (ON DELETE CASCADE).
       db.exec(`DELETE FROM workflow_executions WHERE ${inPurge}`);
@@ -506,7 +538,7 @@ export class SqliteExecutionStore implements ExecutionStore {
       .oneOf('s', 'state', filter.states);
     const sql = `SELECT * FROM workflow_executions ${f.where}
       ORDER BY updated_at DESC, execution_id DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...f.values, filter.limit) as Row[]).map(toExecution);
+    return (statement(this.db, sql).all(...f.values, filter.limit) as Row[]).map(toExecution);
   }
 
   private heads(filter: ExecutionPageFilter): ExecutionHead[] {
@@ -528,14 +560,14 @@ export class SqliteExecutionStore implements ExecutionStore {
     const order = newer !== undefined ? 'ASC' : 'DESC';
     const sql = `SELECT ${HEAD_COLUMNS} FROM workflow_executions ${f.where}
       ORDER BY updated_at ${order}, execution_id ${order} LIMIT ?`;
-    const rows = (this.db.prepare(sql).all(...f.values, filter.limit) as Row[]).map(toHead);
+    const rows = (statement(this.db, sql).all(...f.values, filter.limit) as Row[]).map(toHead);
     return newer !== undefined ? rows.reverse() : rows;
   }
 
   private counts(filter: ExecutionCountFilter): Partial<Record<ExecutionState, number>> {
     const f = executionFilter(filter);
     const sql = `SELECT state, COUNT(*) AS n FROM workflow_executions ${f.where} GROUP BY state`;
-    const rows = this.db.prepare(sql).all(...f.values) as { state: ExecutionState; n: number }[];
+    const rows = statement(this.db, sql).all(...f.values) as { state: ExecutionState; n: number }[];
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   }
 
@@ -551,7 +583,7 @@ export class SqliteExecutionStore implements ExecutionStore {
     f.equals('e', 'execution_id', filter.execution_id).equals('t', 'event_type', filter.event_type);
     const sql = `SELECT * FROM (SELECT * FROM telemetry_events ${f.where}
       ORDER BY id DESC LIMIT ?) ORDER BY id`;
-    return (this.db.prepare(sql).all(...f.values, filter.limit) as Row[]).map(
+    return (statement(this.db, sql).all(...f.values, filter.limit) as Row[]).map(
       (row) => ({ ...row, metadata: parse(row.metadata, null) }) as TelemetryRecord,
     );
   }
@@ -581,7 +613,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   private checkpoint(): Promise<void> {
     return this.exclusive(async () => {
       // Another connection busy with the WAL only makes a passive checkpoint do less; never an error.
-      if (this.db.open) this.db.pragma('wal_checkpoint(PASSIVE)');
+      if (this.db.open) pragma(this.db, 'wal_checkpoint(PASSIVE)');
     }).catch(() => undefined);
   }
 
@@ -641,7 +673,7 @@ export class SqliteExecutionStore implements ExecutionStore {
 
 function appliedVersions(db: Database.Database): Set<number> {
   const versions = new Set(
-    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map(
+    (statement(db, 'SELECT version FROM schema_migrations').all() as { version: number }[]).map(
       (r) => r.version,
     ),
   );
@@ -656,7 +688,10 @@ function appliedVersions(db: Database.Database): Set<number> {
 }
 
 function refuseNewerSchema(db: Database.Database): void {
-  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'");
+  const table = statement(
+    db,
+    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+  );
   if (table.get() === undefined) throw new Error('the database has no schema yet');
   appliedVersions(db);
 }
@@ -672,7 +707,7 @@ function migrate(db: Database.Database): void {
       // A reserved number (work merged from another branch fills it) is neither applied nor recorded.
       if (applied.has(m.version) || m.sql.trim() === '') continue;
       db.exec(m.sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+      statement(db, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
         m.version,
         m.name,
         now(),
