@@ -87,6 +87,15 @@ export const COMMAND_SPECS = {
     summary: 'check workflow files the way the server does, warnings included (exit 1 on any error)',
     options: { json: { type: 'boolean', help: 'print one report per file as JSON' } },
   },
+  test: {
+    usage: 'test [--json] [paths...]',
+    summary:
+      "run workflow tests (<id>.test.yaml beside a workflow) through the server's engine and report coverage; paths: test files, workflow files or directories (default: every source); exit 1 on a failed scenario, 2 on a malformed file",
+    options: {
+      json: { type: 'boolean', help: 'print every scenario, its result and the coverage as JSON' },
+      ...SOURCE_OPTIONS,
+    },
+  },
   init: {
     usage: 'init',
     summary: 'create ./.workflowlookup/workflows with a sample workflow',
