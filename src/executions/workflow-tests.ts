@@ -29,6 +29,7 @@ import {
   checkTestsAgainst,
   collectTestFiles,
   type ParsedTests,
+  placed,
   readTestFile,
   testedWorkflowId,
 } from '../workflows/test-files.js';
@@ -60,6 +61,12 @@ export interface WorkflowTestDeps {
   scratchStore: () => Promise<ScratchStore>;
 }
 
+/** A request a command step sent (to its canned API). */
+export interface SentRequest {
+  with: Record<string, unknown>;
+  body?: unknown;
+}
+
 /** One report the engine refused. */
 export interface Rejection {
   step: string;
@@ -82,6 +89,8 @@ export interface ScenarioResult {
   loops: Record<string, number>;
   /** Reports made for the agent. */
   reports: number;
+  /** What each command step sent, call by call (`with` and `body` rendered). */
+  requests: Record<string, SentRequest[]>;
   final_output?: unknown;
   /** A call that failed (a start refused, a command step that failed). */
   error?: { code: string; message: string };
@@ -144,11 +153,11 @@ class AnswerBook {
 
   constructor(
     private readonly scenario: Scenario,
-    private readonly fileDefaults: Answer | undefined,
+    private readonly file: TestFile,
   ) {}
 
   private entries(stepId: string): (Answer & { times?: number | undefined })[] {
-    const given = this.scenario.steps?.[stepId];
+    const given = this.scenario.steps?.[stepId] ?? this.file.steps?.[stepId];
     if (given === undefined) return [{}];
     return Array.isArray(given) ? given : [given];
   }
@@ -176,7 +185,7 @@ class AnswerBook {
       }
     }
     const { times: _times, ...answer } = entry;
-    const merged: Answer = { ...this.fileDefaults, ...this.scenario.defaults, ...answer };
+    const merged: Answer = { ...this.file.defaults, ...this.scenario.defaults, ...answer };
     return { ...merged, summary: merged.summary ?? DEFAULT_SUMMARY };
   }
 }
@@ -223,6 +232,8 @@ function cannedCommand(name: string): CatalogCommand {
  */
 class CannedCommands {
   private readonly used = new Map<string, number>();
+  /** What each step sent, call by call. */
+  readonly requests: Record<string, SentRequest[]> = {};
   readonly catalogs = {
     get: (id: string): LoadedCatalog | undefined => cannedCatalog(id),
     ready: async (): Promise<void> => undefined,
@@ -265,7 +276,12 @@ class CannedCommands {
         const [catalog = '', command = ''] = ref.split(' ');
         return { catalog: cannedCatalog(catalog), command: cannedCommand(command) };
       },
-      call: async () => {
+      call: async (_catalog, _command, options) => {
+        this.requests[stepId] ??= [];
+        this.requests[stepId].push({
+          with: options.params,
+          ...(options.body !== undefined ? { body: options.body } : {}),
+        });
         const response = this.next(stepId);
         if (response === undefined) {
           throw new Error(
@@ -371,6 +387,18 @@ function unmet(expect: Expectation, result: RunFacts): string[] {
         out.push(`context.${key}: expected ${shown(value)}, got ${shown(result.finalContext[key])}`);
     }
   }
+  for (const [id, want] of Object.entries(expect.requests ?? {})) {
+    const sent = result.requests[id] ?? [];
+    const wanted = Array.isArray(want) ? want : [want];
+    wanted.forEach((request, i) => {
+      if (!holds(request, sent[i]))
+        out.push(
+          `requests.${id}[${i}]: expected ${shown(request)}, got ${sent[i] ? shown(sent[i]) : 'no request'}`,
+        );
+    });
+    if (Array.isArray(want) && sent.length !== want.length)
+      out.push(`requests.${id}: expected ${want.length} call(s), got ${sent.length}`);
+  }
   if ('final_output' in expect && !isDeepStrictEqual(expect.final_output, result.final_output))
     out.push(`final_output: expected ${shown(expect.final_output)}, got ${shown(result.final_output)}`);
   return out;
@@ -414,7 +442,10 @@ export class WorkflowTests {
     if (!parsed.valid || parsed.tests === undefined || id === undefined)
       return invalid({ file, ...(id !== undefined ? { workflow_id: id } : {}) }, 'tests', parsed.errors);
     const found = await this.workflowBeside(file, id, parsed.tests);
-    if (!('workflow' in found)) return invalid({ file, workflow_id: id }, found.invalid, found.errors);
+    if (!('workflow' in found)) {
+      const errors = found.invalid === 'tests' ? placed(found.errors, parsed.locate) : found.errors;
+      return invalid({ file, workflow_id: id }, found.invalid, errors);
+    }
     return this.runTests(
       { workflow: found.workflow, hash: found.definitionHash ?? found.hash, file: found.file },
       parsed,
@@ -522,13 +553,14 @@ export class WorkflowTests {
     const { workflow } = definition;
     const { store } = scratch;
     const loops: Record<string, number> = {};
+    const commands = new CannedCommands({ ...tests.commands, ...scenario.commands }, this.deps.engine);
     const service = new ExecutionService({
       store,
       registry: this.deps.registry,
       personas: this.deps.personas,
       engine: this.deps.engine,
       tokens: this.tokens,
-      commands: new CannedCommands({ ...tests.commands, ...scenario.commands }, this.deps.engine),
+      commands,
       allowedEnv: this.deps.allowedEnv,
       observe: (event) => {
         tally.observe(event);
@@ -536,7 +568,7 @@ export class WorkflowTests {
       },
     });
     const caller = localCaller();
-    const answers = new AnswerBook(scenario, tests.defaults);
+    const answers = new AnswerBook(scenario, tests);
     const executionId = `exec_test_${randomBytes(12).toString('hex')}`;
     const rejected: Rejection[] = [];
     const limit = scenario.max_reports ?? TEST_LIMITS.defaultMaxReports;
@@ -604,6 +636,7 @@ export class WorkflowTests {
       rejected,
       loops,
       reports,
+      requests: commands.requests,
       ...(exec && 'final_output' in exec.metadata ? { final_output: exec.metadata.final_output } : {}),
       ...(error !== undefined ? { error } : {}),
       finalContext,

@@ -62,6 +62,7 @@ export const RESOURCE_SCOPES: ReadonlyMap<string, Scope> = new Map<string, Scope
   ['workflow_details', 'read'],
   ['workflow.spec', 'read'],
   ['workflow.schema', 'read'],
+  ['workflow.test-schema', 'read'],
   ['workflow.manifests', 'read'],
   ['workflow.manifest', 'read'],
   ['command.catalog', 'read'],

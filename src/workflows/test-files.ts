@@ -236,6 +236,7 @@ export function checkTestsAgainst(workflow: Workflow, tests: TestFile, locate: L
         id,
       );
   };
+  for (const id of Object.keys(tests.steps ?? {})) answered(['steps', id], id);
   for (const id of Object.keys(tests.commands ?? {})) canned(['commands', id], id);
   tests.scenarios.forEach((scenario, i) => {
     const at = ['scenarios', i];
@@ -255,6 +256,7 @@ export function checkTestsAgainst(workflow: Workflow, tests: TestFile, locate: L
       answered([...e, 'rejected', n, 'step'], r.step);
     });
     if (expect.stopped_at !== undefined) step([...e, 'stopped_at'], expect.stopped_at);
+    for (const id of Object.keys(expect.requests ?? {})) canned([...e, 'requests', id], id);
     for (const id of Object.keys(expect.loops ?? {})) {
       if (!loops.includes(id))
         bad(

@@ -134,6 +134,13 @@ const RejectionSchema = z
   })
   .describe('One refused report');
 
+const RequestSchema = z
+  .strictObject({
+    with: z.record(z.string(), z.unknown()).optional().describe('The parameters, `with` rendered'),
+    body: z.unknown().optional().describe('The request body, `body` rendered'),
+  })
+  .describe('A request a command step sent');
+
 const ExpectSchema = z
   .strictObject({
     path: StepIdList.optional().describe('Every step entered, in order (loop rounds repeat their steps)'),
@@ -158,6 +165,12 @@ const ExpectSchema = z
     context: ContextSchema.optional().describe(
       'Values the context holds at the end (objects match by subset)',
     ),
+    requests: z
+      .record(StepRef, z.union([RequestSchema, z.array(RequestSchema).max(10_000)]))
+      .optional()
+      .describe(
+        'What each named command step sent: one request (its first call) or a list (its calls in order); objects match by subset',
+      ),
     final_output: z.unknown().optional().describe("The workflow's rendered final_output (deep equality)"),
     error: z
       .strictObject({
@@ -200,7 +213,11 @@ export const TestFileSchema = z
   .strictObject({
     $schema: z.string().optional().describe('The JSON Schema of this format, for editors'),
     workflow: IdSchema.optional().describe('The workflow under test (default: the id in the file name)'),
-    defaults: AnswerSchema.optional().describe('The answer for steps a scenario does not name'),
+    defaults: AnswerSchema.optional().describe('The answer for steps no steps map names'),
+    steps: z
+      .record(StepRef, StepAnswersSchema)
+      .optional()
+      .describe('Answers every scenario starts from, by step id (a scenario overrides a step)'),
     commands: z
       .record(StepRef, StepResponsesSchema)
       .optional()
