@@ -631,6 +631,7 @@ describe('tool profiles', () => {
         'workflow_delete',
         'workflow_rename',
         'workflow_save',
+        'workflow_test',
         'workflow_validate_manifest',
       ]);
       expect((await authoring.listPrompts()).prompts).toHaveLength(4);

@@ -556,4 +556,40 @@ describe('workflowlookup test (the built CLI)', () => {
     expect(cli(['--nope']).code).toBe(2);
     expect(cli([join(sb.root, 'missing')]).code).toBe(2);
   });
+
+  it("the authoring guide's worked example prints what the guide shows, and its fourth scenario closes the gap", () => {
+    const guide = readFileSync(join(ROOT, 'docs', 'authoring-guide.md'), 'utf8');
+    const section = guide.slice(guide.indexOf('## 14a.'), guide.indexOf('## 15.'));
+    const blocks = [...section.matchAll(/```(yaml|text)\n([\s\S]*?)```/g)].map((m) => m[2] as string);
+    const workflow = blocks.find((b) => b.startsWith('id: release-notes')) as string;
+    const testFile = blocks.find((b) => b.startsWith('# release-notes.test.yaml')) as string;
+    const [command, ...shown] = (blocks.find((b) => b.startsWith('$ workflowlookup test')) as string)
+      .trimEnd()
+      .split('\n');
+    const place = folder('guide-example', {
+      'release-notes.yaml': workflow,
+      'release-notes.test.yaml': testFile,
+    });
+    const res = spawnSync(process.execPath, [CLI, ...(command as string).split(' ').slice(2)], {
+      env: sb.env,
+      cwd: place,
+      encoding: 'utf8',
+    });
+    expect(res.status).toBe(0);
+    expect(res.stdout.trimEnd().split('\n')).toEqual(shown);
+    writeFileSync(
+      join(place, 'release-notes.test.yaml'),
+      `${testFile}  - name: reviews that never approve stop after three rounds
+    steps: { revise: { context: { approved: false } } }
+    expect: { visits: { revise: 3 }, state: completed }
+`,
+    );
+    const closed = spawnSync(process.execPath, [CLI, 'test', '--json', place], {
+      env: sb.env,
+      encoding: 'utf8',
+    });
+    const run = JSON.parse(closed.stdout) as TestRun;
+    expect(run).toMatchObject({ passed: 4, failed: 0 });
+    expect(run.suites[0]?.coverage?.untested).toEqual([]);
+  });
 });
