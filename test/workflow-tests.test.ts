@@ -242,6 +242,14 @@ scenarios:
     );
   });
 
+  it('a cancelled run stops between two reports; the scenarios left fail and say why', async () => {
+    writeFileSync(join(dir, 'demo.test.yaml'), DEMO_TESTS);
+    const suite = await tests.runFile(join(dir, 'demo.test.yaml'), { signal: AbortSignal.abort() });
+    expect(suite.scenarios).toHaveLength(1);
+    expect(suite.scenarios[0]).toMatchObject({ passed: false, reports: 0 });
+    expect(suite.scenarios[0]?.failures[0]).toBe('stopped: the run was cancelled');
+  });
+
   it('expects a start that is refused, and a failing API call', async () => {
     const suite = await runDemo(`scenarios:
   - name: a value no condition can match is refused at the start

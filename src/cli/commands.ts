@@ -90,9 +90,10 @@ export const COMMAND_SPECS = {
   test: {
     usage: 'test [--json] [paths...]',
     summary:
-      "run workflow tests (<id>.test.yaml beside a workflow) through the server's engine and report coverage; paths: test files, workflow files or directories (default: every source); exit 1 on a failed scenario, 2 on a malformed file",
+      "run the tests beside workflows (<id>.test.yaml) through the server's engine, with coverage (exit 1 on a failure, 2 on a malformed file)",
     options: {
       json: { type: 'boolean', help: 'print every scenario, its result and the coverage as JSON' },
+      // paths: test files, workflow files (their tests beside them) or directories; none: every source.
       ...SOURCE_OPTIONS,
     },
   },

@@ -122,6 +122,15 @@ export interface TestRun {
   problems: { path: string; message: string }[];
 }
 
+/** How a run may be cut short. */
+export interface RunOptions {
+  /** Stops the run between two reports (a cancelled tool call); the scenarios left fail. */
+  signal?: AbortSignal | undefined;
+}
+
+/** Folders outside the sources, each read once as a source of its own. */
+type Folders = Map<string, Promise<WorkflowRegistry>>;
+
 /** A definition to test given directly (a draft), with what its executions pin. */
 export interface DefinitionUnderTest {
   workflow: Workflow;
@@ -425,7 +434,9 @@ export class WorkflowTests {
     // Sources that do not exist name nothing to test; paths given on purpose do.
     const problems = paths.length > 0 ? collected.problems : [];
     const suites: SuiteResult[] = [];
-    for (const file of collected.files) suites.push(await this.runFile(file));
+    // Each folder outside the sources is read once for all its test files.
+    const folders = new Map<string, Promise<WorkflowRegistry>>();
+    for (const file of collected.files) suites.push(await this.runFile(file, { folders }));
     return {
       suites,
       passed: suites.reduce((n, s) => n + s.passed, 0),
@@ -436,12 +447,12 @@ export class WorkflowTests {
   }
 
   /** Runs one test file against the workflow beside it (or, failing that, the one the sources serve). */
-  async runFile(file: string): Promise<SuiteResult> {
+  async runFile(file: string, options: RunOptions & { folders?: Folders } = {}): Promise<SuiteResult> {
     const parsed = await readTestFile(file);
     const id = testedWorkflowId(file, parsed.tests);
     if (!parsed.valid || parsed.tests === undefined || id === undefined)
       return invalid({ file, ...(id !== undefined ? { workflow_id: id } : {}) }, 'tests', parsed.errors);
-    const found = await this.workflowBeside(file, id, parsed.tests);
+    const found = await this.workflowBeside(file, id, parsed.tests, options.folders ?? new Map());
     if (!('workflow' in found)) {
       const errors = found.invalid === 'tests' ? placed(found.errors, parsed.locate) : found.errors;
       return invalid({ file, workflow_id: id }, found.invalid, errors);
@@ -450,11 +461,17 @@ export class WorkflowTests {
       { workflow: found.workflow, hash: found.definitionHash ?? found.hash, file: found.file },
       parsed,
       file,
+      options,
     );
   }
 
   /** Runs parsed tests against a definition (a draft, or a saved workflow). */
-  async runTests(definition: DefinitionUnderTest, parsed: ParsedTests, file?: string): Promise<SuiteResult> {
+  async runTests(
+    definition: DefinitionUnderTest,
+    parsed: ParsedTests,
+    file?: string,
+    options: RunOptions = {},
+  ): Promise<SuiteResult> {
     const { workflow } = definition;
     const base = {
       ...(file !== undefined ? { file } : {}),
@@ -477,9 +494,10 @@ export class WorkflowTests {
     const tally = new CoverageTally(workflow);
     const scratch = await this.deps.scratchStore();
     const scenarios: ScenarioResult[] = [];
+    const budget = { reports: TEST_LIMITS.maxReportsPerFile, signal: options.signal };
     try {
       for (const scenario of tests.scenarios)
-        scenarios.push(await this.runScenario(definition, tests, scenario, scratch, tally));
+        scenarios.push(await this.runScenario(definition, tests, scenario, scratch, tally, budget));
     } finally {
       await scratch.dispose();
     }
@@ -502,6 +520,7 @@ export class WorkflowTests {
     file: string,
     id: string,
     tests: TestFile,
+    folders: Folders,
   ): Promise<LoadedWorkflow | { invalid: 'tests' | 'workflow'; errors: Violation[] }> {
     const { registry, engine, allowedEnvNames } = this.deps;
     await registry.ready();
@@ -512,13 +531,19 @@ export class WorkflowTests {
     if (entry === undefined) {
       // A folder the sources do not read, or a definition a later source overrides: read the folder as a
       // source of its own (same checks, same variant rules).
-      const beside = new WorkflowRegistry([{ kind: 'runtime', dir }], {
-        engine,
-        allowedEnv: allowedEnvNames,
-      });
-      await beside.ready();
-      beside.close();
-      entry = beside.get(id) ?? served;
+      let reading = folders.get(dir);
+      if (reading === undefined) {
+        const beside = new WorkflowRegistry([{ kind: 'runtime', dir }], {
+          engine,
+          allowedEnv: allowedEnvNames,
+        });
+        reading = beside.ready().then(() => {
+          beside.close();
+          return beside;
+        });
+        folders.set(dir, reading);
+      }
+      entry = (await reading).get(id) ?? served;
     }
     if (entry?.status === 'valid') return entry;
     if (entry?.status === 'broken') {
@@ -549,6 +574,7 @@ export class WorkflowTests {
     scenario: Scenario,
     scratch: ScratchStore,
     tally: CoverageTally,
+    budget: { reports: number; signal?: AbortSignal | undefined },
   ): Promise<ScenarioResult> {
     const { workflow } = definition;
     const { store } = scratch;
@@ -575,6 +601,7 @@ export class WorkflowTests {
     let reports = 0;
     let error: ScenarioResult['error'];
     let overLimit = false;
+    let stopped: string | undefined;
     try {
       let outcome: Outcome = await service.start(
         {
@@ -602,6 +629,15 @@ export class WorkflowTests {
           overLimit = true;
           break;
         }
+        if (budget.reports <= 0 || budget.signal?.aborted) {
+          stopped = budget.signal?.aborted
+            ? 'the run was cancelled'
+            : `the test file's budget of ${TEST_LIMITS.maxReportsPerFile} reports is spent`;
+          break;
+        }
+        budget.reports -= 1;
+        // Each report is a few synchronous SQLite transactions: let other requests in between them.
+        await new Promise((resolve) => setImmediate(resolve));
         const output = answers.next(stepId);
         tally.reported(step, { ...context, ...(output.context ?? {}) });
         reports += 1;
@@ -646,6 +682,7 @@ export class WorkflowTests {
       failures.unshift(
         `stopped after ${limit} reports (max_reports); the walk did not end: is a loop endless?`,
       );
+    if (stopped !== undefined) failures.unshift(`stopped: ${stopped}`);
     const { finalContext: _context, ...result } = ran;
     return { ...result, passed: failures.length === 0, failures };
   }

@@ -13,6 +13,8 @@ export const TEST_LIMITS = {
   maxScenarios: 200,
   defaultMaxReports: 1000,
   maxReports: 10_000,
+  /** Reports all the scenarios of one file may make together (a run stays bounded, whatever it says). */
+  maxReportsPerFile: 20_000,
   /** Copies one list entry may stand for (`times`). */
   maxTimes: 10_000,
 } as const;

@@ -146,7 +146,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         r.valid
           ? `Valid${r.warnings.length > 0 ? `, ${r.warnings.length} warning(s)` : ''}.`
           : `${r.errors.length} error(s).`,
-      handler: async ({ content, manifest, format, tests: given }) => {
+      handler: async ({ content, manifest, format, tests: given }, ctx) => {
         const r = await report(content, manifest, format);
         // A valid manifest with tests: how they fare, and the paths none walks (a hint, not an error).
         const hint =
@@ -156,6 +156,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
                 r.workflow,
                 contentVersion(content ?? JSON.stringify(manifest)),
                 given,
+                ctx.caller.signal,
               )
             : undefined;
         // The manifest itself is not repeated: the agent has it, and fills it in.

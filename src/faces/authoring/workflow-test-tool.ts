@@ -118,7 +118,7 @@ export function workflowTestTool(deps: WorkflowTestDeps): ToolDefinition {
       r.valid
         ? `${r.passed} passed, ${r.failed} failed${r.untested.length > 0 ? `; ${r.untested.length} untested path(s)` : ''}.`
         : `${r.errors.length} error(s); nothing ran.`,
-    handler: async ({ content, format, workflow_id, tests }) => {
+    handler: async ({ content, format, workflow_id, tests }, ctx) => {
       const empty = { passed: 0, failed: 0, scenarios: [], untested: [] };
       let definition: { workflow: Workflow; hash: string; file?: string };
       if (content !== undefined) {
@@ -160,7 +160,9 @@ export function workflowTestTool(deps: WorkflowTestDeps): ToolDefinition {
         parsed = found.parsed;
         testFile = found.file;
       }
-      const result = await (await deps.tests()).runTests(definition, parsed, testFile);
+      const result = await (await deps.tests()).runTests(definition, parsed, testFile, {
+        signal: ctx.caller.signal,
+      });
       return toolResult(result, content !== undefined);
     },
   });
@@ -237,6 +239,7 @@ export async function testHint(
   workflow: Workflow,
   hash: string,
   tests: TestsInput | undefined,
+  signal?: AbortSignal,
 ): Promise<
   | { tests: { passed: number; failed: number; file?: string; errors: string[] }; untested: string[] }
   | undefined
@@ -251,7 +254,7 @@ export async function testHint(
     if (found === undefined) return undefined;
     ({ parsed, file } = found);
   }
-  const result = await (await deps.tests()).runTests({ workflow, hash }, parsed, file);
+  const result = await (await deps.tests()).runTests({ workflow, hash }, parsed, file, { signal });
   return {
     tests: {
       passed: result.passed,
