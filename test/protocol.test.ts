@@ -254,6 +254,7 @@ describe('SDK client', () => {
         workflow_resume: [false, false, true],
         workflow_executions: [true, false, false],
         workflow_validate_manifest: [true, false, false],
+        workflow_test: [true, false, false],
         workflow_save: [false, false, false],
         workflow_rename: [false, false, false],
         workflow_delete: [false, true, false],
