@@ -32,6 +32,7 @@ import type { ResourceDefinition } from './faces/resource.js';
 import { orchestrationTools, runTools } from './faces/runs/run-tools.js';
 import type { ToolDefinition } from './faces/tool.js';
 import { toolGroupsTool } from './faces/tool-groups.js';
+import type { ConformanceFixtures } from './protocol/conformance-fixtures.js';
 import { Quota } from './protocol/limits.js';
 import {
   createMcpServer,
@@ -75,6 +76,12 @@ export interface AppOptions {
    * has none and keeps no cache). Tests of the cache pass one.
    */
   checkerId?: string;
+  /**
+   * Also serve the official MCP conformance suite's reference tools, prompts and resources
+   * (`serve --http --conformance-fixtures`; never on by default): for running the suite only. The
+   * CLI loads them (src/protocol/conformance-fixtures.ts) only when asked to.
+   */
+  conformanceFixtures?: ConformanceFixtures | undefined;
 }
 
 /** Checked workflow definitions, in the data dir (an optimisation only: deleting it is always safe). */
@@ -134,8 +141,15 @@ export interface App {
   serverFactory: (options?: ServerOptions) => McpServer;
   /** The tool groups of a new connection, listed as configured. */
   toolSwitch: () => ToolSwitch;
+  /** Every tool a tools/call may name: the runner's, and the conformance fixtures when served. */
+  toolNames: ReadonlySet<string>;
   /** Calls `listener` whenever workflow definitions (and so resources) change; returns an unsubscribe. */
   onResourcesChanged: (listener: () => void) => () => void;
+  /**
+   * Calls `listener` when the tool or prompt list changed for every client (only the conformance
+   * fixtures announce such changes); 2025 sessions are told on their own streams.
+   */
+  onListChanged: (listener: (kind: 'tools' | 'prompts') => void) => () => void;
   /** Starts loading definitions and libraries in the background (after the handshake). */
   warmUp: () => void;
   log: (line: string) => void;
@@ -337,14 +351,21 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     faceTools
       .filter((t) => names.includes(t.name))
       .map((t) => ({ name: t.name, description: t.description, inputSchema: inputJsonSchema(t) }));
+  const fixtures = options.conformanceFixtures;
   const runner = createToolRunner(
-    [...faceTools, { ...toolGroupsTool({ describe: describeTools }), groups: ['core'] }],
+    [
+      ...faceTools,
+      { ...toolGroupsTool({ describe: describeTools }), groups: ['core'] },
+      ...(fixtures ? fixtures.tools.map((t) => ({ ...t, groups: [fixtures.group] })) : []),
+    ],
     log,
   );
+  const groupNames: string[] = fixtures ? [...PROFILES, fixtures.group] : [...PROFILES];
   const groups = new Map<string, string[]>(
-    PROFILES.map((g) => [g, runner.tools.filter((t) => t.groups?.includes(g)).map((t) => t.name)]),
+    groupNames.map((g) => [g, runner.tools.filter((t) => t.groups?.includes(g)).map((t) => t.name)]),
   );
-  const toolSwitch = () => new ToolSwitch(groups, config.profiles);
+  const toolSwitch = () =>
+    new ToolSwitch(groups, fixtures ? [...config.profiles, fixtures.group] : config.profiles);
   const tasks = new TaskDriver({ services: runServices, runner, log, limits: config.limits });
   // The MCP Apps view is a file of the build, read once when a host first asks for it.
   let view: Promise<string> | undefined;
@@ -375,6 +396,19 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     changeListeners.add(listener);
     return () => changeListeners.delete(listener);
   };
+  const listListeners = new Set<(kind: 'tools' | 'prompts') => void>();
+  const onListChanged = (listener: (kind: 'tools' | 'prompts') => void) => {
+    listListeners.add(listener);
+    return () => listListeners.delete(listener);
+  };
+  const listChanged = (kind: 'tools' | 'prompts') => {
+    for (const server of servers) {
+      if (!server.isConnected()) continue;
+      if (kind === 'tools') void server.sendToolListChanged();
+      else void server.sendPromptListChanged();
+    }
+    for (const listener of listListeners) listener(kind);
+  };
   // resources/subscribe: per session, and per principal over every session of this app.
   const subscriptionLimits = {
     perSession: config.limits.subscriptionsPerSession,
@@ -396,6 +430,11 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       prompts,
       workflowIds,
       version: config.version,
+      ...(fixtures
+        ? {
+            fixtures: (s: McpServer) => fixtures.register(s, { listChanged }),
+          }
+        : {}),
     });
     servers.add(server);
     const previous = server.server.onclose;
@@ -442,7 +481,9 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     prompts,
     serverFactory,
     toolSwitch,
+    toolNames: new Set([...runner.tools.map((t) => t.name), ...(fixtures?.plainTools ?? [])]),
     onResourcesChanged,
+    onListChanged,
     warmUp,
     log,
     close,

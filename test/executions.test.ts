@@ -310,7 +310,8 @@ describe('state machine', () => {
     const back = await call(unpaused.next[0].tool, unpaused.next[0].arguments);
     expect(tokenOf(back)).toBe(tokenOf(started));
     await call('workflow_set_state', { execution_id: id, state: 'paused' });
-    const invalid = await call('workflow_set_state', { execution_id: id, state: 'completed' });
+    // (completed and failed are never the agent's to set: test/protocol-edges.test.ts)
+    const invalid = await call('workflow_set_state', { execution_id: id, state: 'diverged' });
     expect(invalid.error).toMatchObject({
       code: -32005,
       data: { state: 'paused', allowed: ['running', 'abandoned'] },

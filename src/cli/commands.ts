@@ -38,7 +38,8 @@ export interface CommandSpec {
 
 export const COMMAND_SPECS = {
   serve: {
-    usage: 'serve [--http [--host H] [--port P] [--path /mcp]] [--stdio] [--tools LIST]',
+    usage:
+      'serve [--http [--host H] [--port P] [--path /mcp] [--conformance-fixtures]] [--stdio] [--tools LIST]',
     summary: 'run the MCP server: on stdio (the default), over Streamable HTTP, or both',
     options: {
       http: {
@@ -61,6 +62,10 @@ export const COMMAND_SPECS = {
         type: 'string',
         value: 'LIST',
         help: `tool groups to list: ${PROFILES.join(', ')} or all (env WORKFLOWLOOKUP_TOOLS)`,
+      },
+      'conformance-fixtures': {
+        type: 'boolean',
+        help: "with --http: also serve the MCP conformance suite's reference tools, prompts and resources (for `npm run conformance` only)",
       },
       ...SOURCE_OPTIONS,
     },

@@ -230,7 +230,17 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
   const withHttp = flags.http === true;
   const withStdio = !withHttp || flags.stdio === true;
   const settings = withHttp ? loadHttpSettings(config, httpFlags(flags)) : undefined;
-  const app = createApp(config);
+  if (flags['conformance-fixtures'] && !withHttp) {
+    throw new UsageError('serve', '--conformance-fixtures needs --http (the suite speaks Streamable HTTP)');
+  }
+  // The suite's fixtures are loaded only when asked for: a served workflowlookup never has them.
+  const app = createApp(config, {
+    ...(flags['conformance-fixtures']
+      ? {
+          conformanceFixtures: (await import('../protocol/conformance-fixtures.js')).conformanceFixtures(),
+        }
+      : {}),
+  });
   const stops: (() => void)[] = [];
   const finished: Promise<void>[] = [];
   if (settings) {
@@ -407,6 +417,7 @@ type Flags = {
   port?: string;
   path?: string;
   tools?: string;
+  'conformance-fixtures'?: boolean;
   'no-bundled'?: boolean;
   'no-user'?: boolean;
   'no-project'?: boolean;

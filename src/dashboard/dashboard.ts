@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { localhostAllowedHostnames, validateHostHeader } from '@modelcontextprotocol/server';
 import type { App } from '../app.js';
 import { DomainFailure } from '../engine/errors.js';
-import { EXECUTION_STATES, type ExecutionState } from '../engine/state-machine.js';
+import { EXECUTION_STATES, type ExecutionState, type RequestableState } from '../engine/state-machine.js';
 import { LOCAL_PRINCIPAL } from '../executions/execution-model.js';
 import type { ExecutionQueries } from '../executions/execution-queries.js';
 import { ID_PATTERN } from '../model/workflow.js';
@@ -379,7 +379,7 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
       });
     try {
       const service = await app.services.executions();
-      await service.setState(id, to as ExecutionState, reason || 'from the dashboard', { principal });
+      await service.setState(id, to as RequestableState, reason || 'from the dashboard', { principal });
       live.poke();
       redirect(res, back(to as Notice));
     } catch (error) {

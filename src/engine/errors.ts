@@ -83,6 +83,8 @@ export type DomainError =
   | { code: 'task_capability_required'; message: string; tool: string }
   /** The client did not declare what the tool needs of it (sampling, elicitation), or failed at it. */
   | { code: 'client_capability_required'; message: string; tool: string; capabilities: string[] }
+  /** The client refused or failed a request the server sent it (sampling), saying why. */
+  | { code: 'client_request_failed'; message: string; tool: string; method: string; details: string }
   | { code: 'task_not_found'; message: string; taskId: string }
   /** A task that already finished cannot be cancelled (MCP 2025-11-25). */
   | { code: 'task_terminal'; message: string; taskId: string; status: string }

@@ -8,7 +8,14 @@ import { checkContextValues, refuseContext } from '../engine/context-needs.js';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { stepFill } from '../engine/fill.js';
 import { findActionStep, findPromptStep, nextStep, type WalkObserver } from '../engine/next-step.js';
-import { canTransition, type ExecutionState, isTerminal, TRANSITIONS } from '../engine/state-machine.js';
+import {
+  canTransition,
+  type ExecutionState,
+  isTerminal,
+  type RequestableState,
+  requestableFrom,
+  TRANSITIONS,
+} from '../engine/state-machine.js';
 import type { ValidationEngine, ValidationResult } from '../engine/validation-engine.js';
 import { checkSubmission, recordDecision, withSubmissionCheck } from '../engine/workrail.js';
 import { isCommandStep, type Workflow } from '../model/workflow.js';
@@ -371,7 +378,7 @@ export class ExecutionService {
           message: 'State error',
           executionId: exec.execution_id,
           state: exec.state,
-          allowed: TRANSITIONS[exec.state],
+          allowed: requestableFrom(exec.state),
           details:
             exec.state === 'paused'
               ? 'the execution is paused; resume it with workflow_set_state {"state": "running"}'
@@ -509,27 +516,47 @@ export class ExecutionService {
   // ------------------------------------------------------------------------------------------
   // workflow_set_state
 
-  async setState(executionId: string, to: ExecutionState, reason: string | undefined, caller: Caller) {
+  /**
+   * A requested change of state (workflow_set_state, the dashboard): pause, resume, abandon or diverge.
+   * Never `completed` or `failed`: only the last step's accepted output completes an execution.
+   */
+  async setState(executionId: string, to: RequestableState, reason: string | undefined, caller: Caller) {
+    return this.move(executionId, to, reason, caller, requestableFrom);
+  }
+
+  /** The server's own verdict on an execution it was driving (a run or task that failed or died). */
+  async markFailed(executionId: string, reason: string, caller: Caller) {
+    return this.move(executionId, 'failed', reason, caller, (from) => [...TRANSITIONS[from]]);
+  }
+
+  private async move(
+    executionId: string,
+    to: ExecutionState,
+    reason: string | undefined,
+    caller: Caller,
+    allowedFrom: (from: ExecutionState) => readonly ExecutionState[],
+  ) {
     return this.deps.store.transaction(async (tx) => {
       const exec = await tx.getExecution(executionId);
       if (!exec || exec.principal !== caller.principal) {
         fail({ code: 'execution_not_found', message: 'Execution not found', executionId });
       }
       const from = exec.state;
-      if (from === to || !canTransition(from, to)) {
+      const allowed = allowedFrom(from);
+      if (from === to || !canTransition(from, to) || !allowed.includes(to)) {
         fail({
           code: 'state_conflict',
           message: 'State error',
           executionId,
           state: from,
-          allowed: TRANSITIONS[from],
-          details: `cannot go from ${from} to ${to}; allowed from ${from}: ${TRANSITIONS[from].join(', ') || 'none (terminal state)'}`,
+          allowed,
+          details: `cannot go from ${from} to ${to}; allowed from ${from}: ${allowed.join(', ') || 'none (terminal state)'}`,
         });
       }
       await this.machine.transition(tx, exec, to, reason);
       if (isTerminal(to)) {
         const row = await tx.getStep(executionId, exec.current_seq);
-        if (row && row.status === 'running' && to !== 'completed') {
+        if (row && row.status === 'running') {
           row.status = 'failed';
           row.completed_at = exec.updated_at;
           row.lease_owner = null;
@@ -542,7 +569,7 @@ export class ExecutionService {
         execution_id: executionId,
         previous_state: from,
         state: to,
-        allowed_next: [...TRANSITIONS[to]],
+        allowed_next: [...allowedFrom(to)],
       };
     });
   }

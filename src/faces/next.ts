@@ -42,7 +42,8 @@ export function resolveInputsCall(workflowId: string, inputs: readonly InputReso
   const fill: Record<string, string> = {};
   for (const input of inputs) {
     if (input.status === 'provided') given[input.name] = input.value;
-    if (input.status === 'provided' || input.status === 'default' || input.status === 'unset') continue;
+    // Nothing to fill for a value the workflow never asked for: the call simply leaves it out.
+    if (['provided', 'default', 'unset', 'undeclared'].includes(input.status)) continue;
     fill[`inputs.${input.name}`] = input.message ?? input.status;
   }
   return next(

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { fail } from '../engine/errors.js';
-import { defineTool, READ_ONLY, type ToolDefinition } from './tool.js';
+import { annotate, defineTool, type ToolDefinition } from './tool.js';
 
 /** What the tool needs from the connection: its groups, and the tools to describe. */
 export interface ToolCatalog {
@@ -42,7 +42,8 @@ export function toolGroupsTool(catalog: ToolCatalog): ToolDefinition {
         .optional()
         .describe('Definitions of the tools of the groups asked for: name, description, inputSchema'),
     }),
-    annotations: READ_ONLY,
+    // enable lists more tools in this session's tools/list (listing them again changes nothing).
+    annotations: annotate({ changes: 'reversibly', repeatable: true, external: false }),
     handler: async ({ enable }, ctx) => {
       const groups = ctx.tools;
       if (groups === undefined) {

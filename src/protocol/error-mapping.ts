@@ -419,6 +419,18 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     }),
     context: () => ({}),
   },
+  client_request_failed: {
+    // An outside party failed a request, as a failed command step does: -32000.
+    rpc: RpcCode.ServerError,
+    title: 'Client request failed',
+    error_code: 'CLIENT_REQUEST_FAILED',
+    category: 'execution',
+    retryable: true,
+    action: (e) =>
+      `The client refused or failed ${e.method} (${e.details}); call ${e.tool} again when it can answer (its user may have declined).`,
+    legacy: (e) => ({ tool: e.tool, method: e.method, details: e.details }),
+    context: () => ({}),
+  },
   task_not_found: {
     // MCP tasks: an unknown (or expired, or another principal's) task id is invalid params.
     rpc: RpcCode.InvalidParams,

@@ -15,7 +15,12 @@ import type { PromptDefinition } from '../faces/prompt.js';
 import type { ResourceDefinition } from '../faces/resource.js';
 import type { ToolContext, ToolDefinition } from '../faces/tool.js';
 import { canonicalArguments } from './aliases.js';
-import { declaresExtension, InputRequiredSignal, roundTripConfirm } from './client-requests.js';
+import {
+  confirmationFor,
+  declaresExtension,
+  InputRequiredSignal,
+  isModernEnvelope,
+} from './client-requests.js';
 import {
   domainToRpc,
   formatIssues,
@@ -26,6 +31,7 @@ import {
 } from './error-mapping.js';
 import { DEFAULT_LIMITS, MAX_SUBSCRIBE_URI_CHARS, Quota } from './limits.js';
 import { flatVariables, ResourceIndex } from './resource-match.js';
+import type { DirectCall, DirectHandler } from './rules.js';
 import { hasScope, resourceScope } from './scopes.js';
 import { installTasks, type TaskDriver } from './tasks-protocol.js';
 import { toolResult } from './tool-result.js';
@@ -284,32 +290,48 @@ function callerOf(ctx: ServerContext, parts: Pick<ServerParts, 'principal' | 'de
   };
 }
 
-/**
- * Elicitation, where the client declared it: pushed before 2026-07-28, a multi round-trip
- * `input_required` answer on 2026-07-28 (servers cannot send requests there).
- */
+/** What a tools/call handler is given: the caller, the connection's tool groups, and confirmation. */
 function toolContext(server: McpServer, ctx: ServerContext, parts: ServerParts): ToolContext {
-  const caller = callerOf(ctx, parts);
-  const tools = parts.tools;
-  const roundTrip = roundTripConfirm(ctx);
-  if (roundTrip) return { caller, tools, confirm: roundTrip };
-  const canElicit = server.server.getClientCapabilities()?.elicitation !== undefined;
-  if (!canElicit) return { caller, tools };
-  return {
-    caller,
-    tools,
-    confirm: async (message) => {
-      const answer = await ctx.mcpReq.elicitInput({
-        mode: 'form',
-        message,
-        requestedSchema: {
-          type: 'object',
-          properties: { confirm: { type: 'boolean', title: 'Confirm', description: message } },
-          required: ['confirm'],
-        },
-      });
-      return answer.action === 'accept' && answer.content?.confirm === true;
-    },
+  const confirm = confirmationFor(server, {
+    envelope: ctx.mcpReq.envelope,
+    inputResponses: ctx.mcpReq.inputResponses,
+    signal: ctx.mcpReq.signal,
+    id: ctx.mcpReq.id,
+  });
+  return { caller: callerOf(ctx, parts), tools: parts.tools, ...(confirm ? { confirm } : {}) };
+}
+
+/**
+ * Direct JSON-RPC tool methods (seed 001: `"method": "workflow_purge_history"`), given what tools/call
+ * gives a handler: the caller, the connection's tool groups, and the same confirmation path (through
+ * the connection's SDK server, once it exists). On 2026-07-28 a confirmation answers `input_required`,
+ * and the retried request's `inputResponses` are the protocol's, not the tool's arguments.
+ */
+export function directCalls(options: {
+  runner: ToolRunner;
+  tools?: ToolSwitch | undefined;
+  server: () => McpServer | undefined;
+  caller: (call: DirectCall) => Caller;
+}): DirectHandler {
+  const { runner, tools } = options;
+  return async (method, params, call) => {
+    const server = options.server();
+    const modern = isModernEnvelope(call.meta);
+    const { inputResponses, requestState: _state, ...args } = (params ?? {}) as Record<string, unknown>;
+    const confirm =
+      server &&
+      confirmationFor(server, { envelope: call.meta, inputResponses, signal: call.signal, id: call.id });
+    const ctx: ToolContext = {
+      caller: options.caller(call),
+      ...(tools ? { tools } : {}),
+      ...(confirm ? { confirm } : {}),
+    };
+    try {
+      return await runner.run(method, modern ? args : params, ctx);
+    } catch (error) {
+      if (error instanceof InputRequiredSignal) return { result: error.result };
+      throw error;
+    }
   };
 }
 
@@ -376,6 +398,8 @@ export interface ServerParts {
   /** Workflow ids starting with a prefix, for prompt argument completion. */
   workflowIds: (prefix: string) => Promise<string[]>;
   version: string;
+  /** Registers the conformance suite's fixtures (`--conformance-fixtures`); returns the tools it listed. */
+  fixtures?: ((server: McpServer) => string[]) | undefined;
   /** resources/subscribe bounds (default: DEFAULT_LIMITS, with a quota of this server's own). */
   subscriptionLimits?: SubscriptionLimits | undefined;
 }
@@ -507,7 +531,8 @@ export function createMcpServer(parts: ServerParts): McpServer {
         tools: { listChanged: true, notifyProgress: true } as { listChanged: boolean },
         // resources/subscribe is a 2025-era request; 2026-07-28 clients listen through subscriptions/listen.
         resources: { listChanged: true, ...(parts.era !== 'modern' ? { subscribe: true } : {}) },
-        prompts: { listChanged: false },
+        // Our prompts never change; the conformance fixtures announce prompt list changes.
+        prompts: { listChanged: parts.fixtures !== undefined },
         logging: {},
       },
       instructions: instructionsFor(parts.tools),
@@ -596,6 +621,7 @@ export function createMcpServer(parts: ServerParts): McpServer {
     );
     if (tool.task) registered.execution = { taskSupport: tool.task.support };
   }
+  const fixtureTools = new Set(parts.fixtures?.(server) ?? []);
   const driver = parts.tasks;
   if (driver) {
     installTasks(server, {
@@ -604,7 +630,7 @@ export function createMcpServer(parts: ServerParts): McpServer {
       detach: parts.detach,
     });
   }
-  listOnly(server, parts.tools);
+  listOnly(server, parts.tools, fixtureTools);
   return server;
 }
 
@@ -623,15 +649,15 @@ function withoutAppLinks<T extends { _meta?: Record<string, unknown> }>(tool: T)
   return (Object.keys(rest).length > 0 ? { ...plain, _meta: rest } : plain) as T;
 }
 
-/** tools/list shows the connection's listed groups; every registered tool stays callable. */
-function listOnly(server: McpServer, tools: ToolSwitch): void {
+/** tools/list shows the connection's listed groups (and fixtures); every registered tool stays callable. */
+function listOnly(server: McpServer, tools: ToolSwitch, fixtures: ReadonlySet<string>): void {
   const sdkList = (
     server.server as unknown as { _getRequestHandler(m: string): ListHandler | undefined }
   )._getRequestHandler('tools/list');
   if (sdkList === undefined) return;
   server.server.setRequestHandler('tools/list', async (request, ctx) => {
     const listed = await sdkList(request, ctx);
-    const shown = listed.tools.filter((t) => tools.listed(t.name));
+    const shown = listed.tools.filter((t) => tools.listed(t.name) || fixtures.has(t.name));
     // The MCP Apps links are for hosts that render views: other clients would only pay for the bytes.
     const apps = declaresExtension(server, ctx as ServerContext, APPS_EXTENSION);
     return { ...listed, tools: apps ? shown : shown.map(withoutAppLinks) } as never;

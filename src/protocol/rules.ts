@@ -60,6 +60,10 @@ export interface MessageChannel {
 
 /** What a request handled by the rules themselves (a direct tool call) is given. */
 export interface DirectCall {
+  /** The request's id, for requests the server sends the client about it (confirmation). */
+  id: Id;
+  /** The request's `_meta` (the 2026-07-28 envelope), kept apart from the tool's arguments. */
+  meta?: Json | undefined;
   signal: AbortSignal;
   /** What the transport knows of the request (the authenticated identity over HTTP). */
   extra?: MessageExtraInfo | undefined;
@@ -77,6 +81,8 @@ export interface RulesOptions {
   channel: MessageChannel;
   /** Tool names callable as plain JSON-RPC methods (seed 001 style). */
   directMethods: ReadonlySet<string>;
+  /** Tool names tools/call may name (default: the direct methods); others are answered as unknown. */
+  tools?: ReadonlySet<string> | undefined;
   /**
    * Alternative tool names (e.g. `workflow.start`) accepted on tools/call and as direct methods. A Map:
    * it is looked up with the client's text (`constructor` is no alias).
@@ -337,13 +343,19 @@ export class ProtocolRules implements Transport {
     }
 
     if (this.opts.directMethods.has(method)) {
-      const call: DirectCall = { signal: p.abort.signal, extra, detach: () => this.detach(id) };
+      // The envelope (`_meta`) is the protocol's, not the tool's arguments.
+      const { _meta: meta, ...args } = params ?? {};
+      const call: DirectCall = {
+        id,
+        meta: meta as Json | undefined,
+        signal: p.abort.signal,
+        extra,
+        detach: () => this.detach(id),
+      };
       const reply = (answer: Json) => {
         if (p.cancelled) this.settle(p);
         else void this.answer(p, answer);
       };
-      // The envelope (`_meta`) is the protocol's, not the tool's arguments.
-      const { _meta: _envelope, ...args } = params ?? {};
       this.opts.direct(method, args, call).then(
         (outcome) => reply({ jsonrpc: '2.0', id, ...outcome }),
         (error: unknown) => {
@@ -359,7 +371,7 @@ export class ProtocolRules implements Transport {
   /** A tools/call naming no tool, answered with the closest names instead of the SDK's bare error. */
   private unknownTool(method: string, params: Json | undefined): RpcError | undefined {
     if (method !== 'tools/call' || typeof params?.name !== 'string') return undefined;
-    if (this.opts.directMethods.has(params.name)) return undefined;
+    if ((this.opts.tools ?? this.opts.directMethods).has(params.name)) return undefined;
     const hint = this.canonical(
       closest(params.name, [...this.opts.directMethods, ...(this.opts.aliases ?? NO_ALIASES).keys()]),
     );

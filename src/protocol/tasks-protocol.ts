@@ -1,4 +1,5 @@
 import {
+  inputRequired,
   type McpServer,
   ProtocolError,
   ProtocolErrorCode,
@@ -14,7 +15,13 @@ import type { RunServices } from '../runs/run-services.js';
 import { isTerminalTask, type TaskEnd, type TaskService } from '../runs/task-service.js';
 import type { TaskRecord } from '../store/execution-store.js';
 import { canonicalArguments } from './aliases.js';
-import { clientAbilities, declaresTasks, isModern, TASKS_EXTENSION } from './client-requests.js';
+import {
+  clientAbilities,
+  declaresTasks,
+  InputRequiredSignal,
+  isModern,
+  TASKS_EXTENSION,
+} from './client-requests.js';
 import {
   formatIssues,
   newCorrelationId,
@@ -135,10 +142,14 @@ export class TaskDriver {
         const outcome = await this.deps.runner.run(tool.name, record.arguments, { caller, task: handle });
         if ('error' in outcome) {
           const data = outcome.error.data as Partial<StructuredErrorData> | undefined;
+          // A failure inside the server is the task's protocol-level error (status failed, SEP-2663);
+          // an error the tool reports is its result (status completed, isError).
           end =
             data?.error_code === 'TASK_CANCELLED'
               ? { cancelled: data.message ?? 'cancelled' }
-              : { result: toToolErrorResult(outcome.error), isError: true };
+              : outcome.error.code === RpcCode.InternalError
+                ? { error: { ...outcome.error } }
+                : { result: toToolErrorResult(outcome.error), isError: true };
         } else {
           const structured = outcome.result as Record<string, unknown>;
           end = { result: toolResult(tool, structured), isError: false };
@@ -173,7 +184,7 @@ export class TaskDriver {
         const reason = `the server stopped while ${record.tool} was running (task ${record.task_id}); it cannot be resumed: call ${record.tool} again`;
         if (record.run_id !== null) {
           await services.runs.executions
-            .setState(record.run_id, 'failed', reason, { principal: record.principal })
+            .markFailed(record.run_id, reason, { principal: record.principal })
             .catch(() => undefined);
         }
         await services.tasks.finish(record.task_id, {
@@ -261,6 +272,7 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
     try {
       return await fn();
     } catch (error) {
+      if (error instanceof InputRequiredSignal) throw error;
       return fail(error, modern);
     }
   };
@@ -414,10 +426,29 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
           throw error;
         });
       const can = clientAbilities(server, ctx);
-      const admitted: Admitted = await counted(
-        async () => (await tool.task?.admit?.(parsed.data, { caller: { principal }, can })) ?? {},
-        modern,
-      );
+      let admitted: Admitted;
+      try {
+        admitted = await counted(
+          async () =>
+            (await tool.task?.admit?.(parsed.data, {
+              caller: { principal },
+              can,
+              ...(modern
+                ? {
+                    inputResponses: ctx.mcpReq.inputResponses,
+                    requireInput: (requests) => {
+                      throw new InputRequiredSignal(inputRequired({ inputRequests: requests as never }));
+                    },
+                  }
+                : {}),
+            })) ?? {},
+          modern,
+        );
+      } catch (error) {
+        // An input_required round before the task exists (multi round-trip): no task, nothing counted.
+        if (error instanceof InputRequiredSignal) return error.result as never;
+        throw error;
+      }
       const services = await counted(() => driver.services());
       const progressToken = ctx.mcpReq._meta?.progressToken;
       const snapshot: RunSnapshot = {
@@ -432,7 +463,7 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
         services.tasks.create({
           principal,
           tool: tool.name,
-          arguments: params.arguments ?? {},
+          arguments: admitted.arguments ?? params.arguments ?? {},
           run_id: admitted.run_id,
           workflow_id: admitted.workflow_id,
           ttl_ms: modern ? undefined : params.task?.ttl,

@@ -450,7 +450,7 @@ export class RunService {
 
   private async failExecution(runId: string, caller: Caller, reason: string): Promise<void> {
     try {
-      await this.deps.executions.setState(runId, 'failed', reason, { principal: caller.principal });
+      await this.deps.executions.markFailed(runId, reason, { principal: caller.principal });
     } catch {
       // already finished, or never started
     }

@@ -26,6 +26,7 @@ import type { App } from '../app.js';
 import type { HttpSettings } from '../config.js';
 import { LOCAL_PRINCIPAL } from '../executions/execution-model.js';
 import { Quota } from '../protocol/limits.js';
+import { directCalls } from '../protocol/mcp-server.js';
 import { ResourceIndex } from '../protocol/resource-match.js';
 import { classify, ProtocolRules } from '../protocol/rules.js';
 import { hasScope, SCOPE_DESCRIPTIONS, SCOPES, type ScopeTables, scopeFor } from '../protocol/scopes.js';
@@ -208,12 +209,14 @@ export async function startHttp(
         new ProtocolRules({
           channel: channelOf(transport),
           directMethods,
+          tools: app.toolNames,
           aliases,
-          direct: (method, params, call) =>
-            app.runner.run(method, params, {
-              caller: { principal: principalOf(call.extra?.authInfo), signal: call.signal },
-              tools,
-            }),
+          direct: directCalls({
+            runner: app.runner,
+            tools,
+            server: () => server,
+            caller: (call) => ({ principal: principalOf(call.extra?.authInfo), signal: call.signal }),
+          }),
           ordered: false,
           requireInitialize: false,
           log,
@@ -329,6 +332,9 @@ export async function startHttp(
 
   // Definitions changed: tell 2026 listeners through the handler, 2025 sessions on their streams.
   const offChanged = app.onResourcesChanged(() => modern.notify.resourcesChanged());
+  const offLists = app.onListChanged((kind) =>
+    kind === 'tools' ? modern.notify.toolsChanged() : modern.notify.promptsChanged(),
+  );
 
   /**
    * The principal a request's bearer token names, or undefined once it was answered (401, or 429 for
@@ -543,6 +549,7 @@ export async function startHttp(
       closing = true;
       clearInterval(sweep);
       offChanged();
+      offLists();
       // Mounts first: their live streams never end by themselves.
       await Promise.allSettled(Object.values(options.mounts ?? {}).map(async (m) => m.close?.()));
       const stopped = new Promise<void>((resolve) => http.close(() => resolve()));

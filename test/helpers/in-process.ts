@@ -1,38 +1,112 @@
-import { InMemoryTransport, type JSONRPCMessage } from '@modelcontextprotocol/server';
-import { createApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
+import type { Client } from '@modelcontextprotocol/client';
+import {
+  InMemoryTransport,
+  type JSONRPCMessage,
+  type McpServer,
+  type Transport,
+} from '@modelcontextprotocol/server';
+import { type AppOptions, createApp } from '../../src/app.js';
+import { loadConfig, loadHttpSettings } from '../../src/config.js';
 import { localCaller } from '../../src/executions/execution-model.js';
+import { directCalls } from '../../src/protocol/mcp-server.js';
 import { ProtocolRules } from '../../src/protocol/rules.js';
 import { channelOf } from '../../src/protocol/transport-channel.js';
+import { startHttp } from '../../src/transports/http.js';
 import { toolAliases } from '../../src/transports/stdio.js';
 import type { Sandbox } from './server.js';
 import { validationWorkerUrl } from './validation-worker.js';
 
 type Json = Record<string, any>;
 
-/** The app behind the same protocol rules the stdio entry builds, over one end of an in-memory pair. */
-async function hostApp(sb: Sandbox, env: Record<string, string>) {
+/** The app, its protocol rules and SDK server wired as the stdio entry wires them, over an in-memory pair. */
+async function wired(sb: Sandbox, env: Record<string, string>, options: AppOptions = {}) {
   const app = createApp(loadConfig({ env: { ...sb.env, ...env }, cwd: sb.project }), {
     watch: false,
     log: () => undefined,
     validationWorker: await validationWorkerUrl(),
+    ...options,
   });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const tools = app.toolSwitch();
+  let server: McpServer | undefined;
   const rules = new ProtocolRules({
     channel: channelOf(serverSide),
     directMethods: new Set(app.runner.tools.map((t) => t.name)),
+    tools: app.toolNames,
     aliases: toolAliases(app),
-    direct: (method, params, call) =>
-      app.runner.run(method, params, {
-        caller: { ...localCaller(), signal: call.signal, onNetworkWait: call.detach },
-        tools,
-      }),
+    direct: directCalls({
+      runner: app.runner,
+      tools,
+      server: () => server,
+      caller: (call) => ({ ...localCaller(), signal: call.signal, onNetworkWait: call.detach }),
+    }),
     ordered: true,
     requireInitialize: true,
   });
-  const serve = () => app.serverFactory({ detach: (id) => rules.detach(id), tools }).connect(rules);
-  return { app, rules, clientSide, serve };
+  server = app.serverFactory({ detach: (id) => rules.detach(id), tools });
+  return {
+    app,
+    clientSide,
+    connect: () => (server as McpServer).connect(rules),
+    close: async () => {
+      await rules.close();
+      await app.close();
+    },
+  };
+}
+
+/**
+ * An SDK client connected to the composition root in-process: the same rules and SDK server the stdio
+ * entry builds, every message serialized both ways as on a wire. Pass a `client` configured with its
+ * capabilities and handlers (sampling, elicitation) to use it; by default a plain one.
+ */
+export async function inProcessClient(
+  sb: Sandbox,
+  env: Record<string, string> = {},
+  options: { client?: Client; app?: AppOptions } = {},
+) {
+  const { Client: SdkClient } = await import('@modelcontextprotocol/client');
+  const client = options.client ?? new SdkClient({ name: 'in-process', version: '1.0.0' });
+  const { app, clientSide, connect, close } = await wired(sb, env, options.app);
+  const wire: Transport = {
+    start: () => clientSide.start(),
+    close: () => clientSide.close(),
+    send: (message) => clientSide.send(JSON.parse(JSON.stringify(message)) as JSONRPCMessage),
+  };
+  clientSide.onmessage = (message, extra) =>
+    wire.onmessage?.(JSON.parse(JSON.stringify(message)) as JSONRPCMessage, extra);
+  clientSide.onclose = () => wire.onclose?.();
+  clientSide.onerror = (error) => wire.onerror?.(error);
+  await connect();
+  await client.connect(wire);
+  return {
+    client,
+    app,
+    async close() {
+      await client.close().catch(() => undefined);
+      await close();
+    },
+  };
+}
+
+/** The app serving Streamable HTTP (both eras) on an ephemeral port of 127.0.0.1, in this process. */
+export async function inProcessHttp(sb: Sandbox, env: Record<string, string> = {}, options: AppOptions = {}) {
+  const config = loadConfig({ env: { ...sb.env, WORKFLOWLOOKUP_RATE_LIMIT: '0', ...env }, cwd: sb.project });
+  const app = createApp(config, {
+    watch: false,
+    log: () => undefined,
+    validationWorker: await validationWorkerUrl(),
+    ...options,
+  });
+  const http = await startHttp(app, loadHttpSettings(config, { port: '0' }));
+  return {
+    app,
+    url: http.url,
+    async close() {
+      await http.close(0);
+      await app.close();
+    },
+  };
 }
 
 /**
@@ -41,7 +115,7 @@ async function hostApp(sb: Sandbox, env: Record<string, string>) {
  * wire). For the bulk of protocol cases, without spawning a process per test.
  */
 export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
-  const { app, rules, clientSide, serve } = await hostApp(sb, env);
+  const { clientSide, connect, close } = await wired(sb, env);
   const answers: Json[] = [];
   const waiters: (() => void)[] = [];
   clientSide.onmessage = (message) => {
@@ -49,7 +123,7 @@ export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
     for (const w of waiters.splice(0)) w();
   };
   await clientSide.start();
-  await serve();
+  await connect();
   return {
     answers,
     send(message: unknown) {
@@ -66,29 +140,6 @@ export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
       }
       return answers.slice(0, count);
     },
-    async close() {
-      await rules.close();
-      await app.close();
-    },
-  };
-}
-
-/**
- * An SDK client connected to the composition root in-process (the same rules and server as stdio, over
- * the SDK's in-memory transport): for protocol tests that need no process of their own.
- */
-export async function inProcessClient(sb: Sandbox, env: Record<string, string> = {}) {
-  const { Client } = await import('@modelcontextprotocol/client');
-  const { app, rules, clientSide, serve } = await hostApp(sb, env);
-  await serve();
-  const client = new Client({ name: 'in-process', version: '1.0.0' });
-  await client.connect(clientSide);
-  return {
-    client,
-    async close() {
-      await client.close();
-      await rules.close();
-      await app.close();
-    },
+    close,
   };
 }

@@ -190,23 +190,27 @@ export function authoringPrompts(
           await knownAgents(),
           registry.allowedEnv,
         );
-        const problems = report.valid
-          ? report.warnings.length > 0
-            ? `It is valid, but has these warnings:\n${findingLines(report.warnings)}`
-            : 'It is valid; there is nothing to fix.'
-          : `It has these violations:\n${findingLines(report.errors)}`;
-        return [
-          await guideMessage(),
-          {
-            kind: 'text',
-            text: [
-              `This workflow manifest (${report.format}) does not pass validation as it should:`,
-              `\`\`\`${report.format}\n${text}\n\`\`\``,
-              problems,
+        const manifest = `\`\`\`${report.format}\n${text}\n\`\`\``;
+        // Say what the check found first: only a manifest that fails it is called one that fails it.
+        const body = !report.valid
+          ? [
+              `This workflow manifest (${report.format}) does not pass validation:`,
+              manifest,
+              `It has these violations:\n${findingLines(report.errors)}`,
               'Return the corrected manifest in full, changing only what the violations require. Check it with workflow_validate_manifest before saving it with workflow_save.',
-            ].join('\n\n'),
-          },
-        ];
+            ]
+          : report.warnings.length > 0
+            ? [
+                `This workflow manifest (${report.format}) passes validation, with warnings:`,
+                manifest,
+                `Warnings (legal, but probably not meant):\n${findingLines(report.warnings)}`,
+                'If a warning points at a mistake, return the corrected manifest in full, changing only what it requires, and check it with workflow_validate_manifest before saving it with workflow_save. Otherwise nothing needs fixing.',
+              ]
+            : [
+                `This workflow manifest (${report.format}) passes validation: there is nothing to fix.`,
+                manifest,
+              ];
+        return [await guideMessage(), { kind: 'text', text: body.join('\n\n') }];
       },
     },
     {

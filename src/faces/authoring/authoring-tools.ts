@@ -12,7 +12,7 @@ import { contentVersion, type RegistryEntry, type WorkflowRegistry } from '../..
 import type { RuntimeWorkflows } from '../../workflows/runtime-workflows.js';
 import { NextSchema, next, startCall } from '../next.js';
 import { ViolationSchema } from '../schemas.js';
-import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
+import { annotate, defineTool, READ_ONLY, requireConfirmation, type ToolDefinition } from '../tool.js';
 import { TestsSchema, testHint, workflowTestTool } from './workflow-test-tool.js';
 
 // No length limit here: the check measures every definition in UTF-8 bytes, whatever path it takes.
@@ -21,14 +21,6 @@ const ContentSchema = z
   .min(1)
   .describe(`The manifest as JSON or YAML text (at most ${DEFINITION_LIMITS.maxBytes} bytes as UTF-8)`);
 const FormatSchema = z.enum(['json', 'yaml']).describe('Format of content (default: detected)');
-
-const STANDARD = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
-const DESTRUCTIVE = {
-  readOnlyHint: false,
-  destructiveHint: true,
-  idempotentHint: true,
-  openWorldHint: false,
-};
 
 export interface AuthoringDeps {
   registry: WorkflowRegistry;
@@ -216,7 +208,8 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         warnings: z.array(ViolationSchema).describe('Warnings from validation'),
         next: NextSchema,
       }),
-      annotations: STANDARD,
+      // With overwrite (or expected_version) it replaces a workflow's content; saving the same again changes nothing.
+      annotations: annotate({ changes: 'destructively', repeatable: true, external: false }),
       summarize: (r) => `Saved ${r.workflow_id} to ${r.path}.`,
       handler: ({ content, format, overwrite, expected_version, file_name }, ctx) =>
         serialized(async () => {
@@ -268,7 +261,8 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         version: z.string().describe('sha256 of the new file'),
         next: NextSchema,
       }),
-      annotations: STANDARD,
+      // Never over another workflow, and renaming back restores it: nothing is lost.
+      annotations: annotate({ changes: 'reversibly', repeatable: true, external: false }),
       summarize: (r) => `Renamed ${r.previous_id} to ${r.workflow_id}.`,
       handler: ({ workflow_id, new_id }, ctx) =>
         serialized(async () => {
@@ -325,27 +319,18 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         now_served_from: z.string().optional().describe('Source that now provides this id, if any'),
         next: NextSchema,
       }),
-      annotations: DESTRUCTIVE,
+      annotations: annotate({ changes: 'destructively', repeatable: true, external: false }),
       summarize: (r) => `Deleted ${r.workflow_id} (${r.path}).`,
       handler: ({ workflow_id, confirm }, ctx) =>
         serialized(async () => {
           const entry = await runtimeEntry(workflow_id);
-          if (confirm !== true) {
-            const asked = ctx.confirm
-              ? await ctx.confirm(
-                  `Delete workflow "${workflow_id}" (${basename(entry.file)}) from ${runtime.where}?`,
-                )
-              : false;
-            if (!asked) {
-              fail({
-                code: 'confirmation_required',
-                message: ctx.confirm
-                  ? `the user did not confirm deleting "${workflow_id}"`
-                  : `deleting "${workflow_id}" needs confirm: true`,
-                workflowId: workflow_id,
-              });
-            }
-          }
+          await requireConfirmation(ctx, confirm, {
+            question: `Delete workflow "${workflow_id}" (${basename(entry.file)}) from ${runtime.where}?`,
+            doing: `deleting "${workflow_id}"`,
+            tool: 'workflow_delete',
+            arguments: { workflow_id },
+            workflowId: workflow_id,
+          });
           await runtime.remove(entry, workflow_id, ctx.caller.principal);
           const after = registry.get(workflow_id);
           return {

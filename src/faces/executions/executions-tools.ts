@@ -1,10 +1,10 @@
 import * as z from 'zod';
 import { asRecord } from '../../engine/conditions.js';
-import { EXECUTION_STATES } from '../../engine/state-machine.js';
+import { EXECUTION_STATES, REQUESTABLE_STATES } from '../../engine/state-machine.js';
 import type { ExecutionService } from '../../executions/execution-service.js';
 import { IdSchema } from '../../model/workflow.js';
 import { NextSchema, retryingContext } from '../next.js';
-import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
+import { annotate, defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 import { VIEW_TOOL_META } from './app-view.js';
 import {
   currentStepUri,
@@ -114,15 +114,14 @@ function seedErrorFields(error: { data?: unknown }) {
   };
 }
 
-/** Advancing may run command steps, which call the APIs of imported catalogs: open world. */
-const EXECUTION_ANNOTATIONS = {
-  readOnlyHint: false,
-  destructiveHint: false,
-  idempotentHint: true,
-  openWorldHint: true,
-};
-/** A second start without an execution_id starts a second execution: not idempotent. */
-const START_ANNOTATIONS = { ...EXECUTION_ANNOTATIONS, idempotentHint: false };
+/**
+ * Advancing may run command steps, which call whatever operations of the imported APIs the workflow
+ * names (deletes included): destructive and open world. Re-sending the same token and output returns
+ * the recorded answer (nothing runs twice): repeatable.
+ */
+const EXECUTION_ANNOTATIONS = annotate({ changes: 'destructively', repeatable: true, external: true });
+/** A second start without an execution_id starts a second execution: not repeatable. */
+const START_ANNOTATIONS = annotate({ changes: 'destructively', repeatable: false, external: true });
 
 /** The durable-executions face (seed 004): state on the server, a signed token with the agent. */
 export function executionTools(service: () => Promise<ExecutionService>): ToolDefinition[] {
@@ -182,13 +181,18 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
     defineTool({
       name: 'workflow_set_state',
       aliases: ['workflow.set_state'],
-      title: 'Pause, resume, abandon, fail or diverge an execution',
+      title: 'Pause, resume or abandon an execution',
       description:
-        'Moves an execution to another state: running -> paused|completed|failed|abandoned|diverged, paused -> running|abandoned.',
+        'Moves an execution to another state: running -> paused|abandoned|diverged (the user took another path), paused -> running|abandoned. An execution completes only when workflow_next_step accepts its last step, and fails only by the server: neither can be set.',
       inputSchema: z.strictObject({
         execution_id: ExecutionIdSchema,
         state: z
-          .enum(['running', 'paused', 'completed', 'failed', 'abandoned', 'diverged'])
+          .enum(REQUESTABLE_STATES, {
+            error: (issue) =>
+              issue.input === 'completed' || issue.input === 'failed'
+                ? `"${issue.input}" is the server's to set: an execution completes when workflow_next_step accepts its last step's output, and fails when a step or the server does; choose from ${REQUESTABLE_STATES.join(', ')}`
+                : `state must be one of ${REQUESTABLE_STATES.join(', ')}`,
+          })
           .describe('Target state'),
         reason: z
           .string()
@@ -204,12 +208,8 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
         allowed_next: z.array(z.string()).describe('States reachable from here'),
         next: NextSchema,
       }),
-      annotations: {
-        readOnlyHint: false,
-        destructiveHint: true,
-        idempotentHint: false,
-        openWorldHint: false,
-      },
+      // Abandoning ends an execution for good; asking for the state it is in again changes nothing.
+      annotations: annotate({ changes: 'destructively', repeatable: true, external: false }),
       summarize: (r) => `Execution ${r.execution_id}: ${r.previous_state} -> ${r.workflow_state}.`,
       handler: async ({ execution_id, state, reason }, { caller }) => {
         const changed = await (await service()).setState(execution_id, state, reason, caller);
