@@ -18,6 +18,7 @@ import { fail } from './engine/errors.js';
 import { ValidationEngine } from './engine/validation-engine.js';
 import { LOCAL_PRINCIPAL } from './executions/execution-model.js';
 import type { ExecutionService } from './executions/execution-service.js';
+import type { WorkflowTests } from './executions/workflow-tests.js';
 import { authoringPrompts } from './faces/authoring/authoring-prompts.js';
 import { authoringResources, guideLoader } from './faces/authoring/authoring-resources.js';
 import { authoringTools } from './faces/authoring/authoring-tools.js';
@@ -123,6 +124,11 @@ export interface AppServices {
   catalogService: CatalogService;
   /** The execution service; opens the store on first use. A store that cannot open is a storage error. */
   executions: () => Promise<ExecutionService>;
+  /**
+   * Workflow tests (`workflowlookup test`, workflow_test): the same engine and service, each run over a
+   * scratch store of its own (never the server's), loaded on first use.
+   */
+  tests: () => Promise<WorkflowTests>;
 }
 
 export interface App {
@@ -263,6 +269,29 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     });
   };
 
+  // Workflow tests run executions through the same service, in a scratch store per run: loaded on first use.
+  let testing: Promise<WorkflowTests> | undefined;
+  const tests = () => {
+    testing ??= (async () => {
+      const [{ WorkflowTests }, { openScratchStore }] = await Promise.all([
+        import('./executions/workflow-tests.js'),
+        import('./store/scratch-store.js'),
+      ]);
+      return new WorkflowTests({
+        registry,
+        personas,
+        engine,
+        allowedEnv: config.allowedEnv,
+        allowedEnvNames: config.allowedEnvNames,
+        scratchStore: openScratchStore,
+      });
+    })();
+    return testing.catch((error: unknown) => {
+      testing = undefined;
+      throw error;
+    });
+  };
+
   // Tasks, runs and orchestrations sit on the execution service; built with it, on first use.
   let running: Promise<RunServices> | undefined;
   const runServices = () => {
@@ -304,6 +333,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         engine,
         runtime,
         allowedEnvNames: config.allowedEnvNames,
+        tests,
       }),
     ],
     [
@@ -449,7 +479,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
 
   return {
     config,
-    services: { registry, personas, engine, catalogs, catalogService, executions },
+    services: { registry, personas, engine, catalogs, catalogService, executions, tests },
     runner,
     resources,
     prompts,

@@ -113,6 +113,7 @@ describe('answers that lead (item 3)', () => {
       ['workflow_save', { content: saved }],
       ['workflow_rename', { workflow_id: 'saved-flow', new_id: 'saved-flow-2' }],
       ['workflow_delete', { workflow_id: 'saved-flow-2', confirm: true }],
+      ['workflow_test', { workflow_id: 'coding-task-workflow' }],
       ['workflow_preview_inputs', { workflow_id: 'inputs-flow' }],
       ['workflow_resolve_inputs', { workflow_id: 'inputs-flow', inputs: {} }],
       ['workflow_preview_rendered', { workflow_id: 'inputs-flow', inputs: { ticket: 'T-1' } }],

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import { loadConfig, loadHttpSettings } from '../src/config.js';
 import { type RunningHttp, startHttp } from '../src/transports/http.js';
+import { isDefinitionFile } from '../src/workflows/parse.js';
 import { httpClient } from './helpers/http-server.js';
 import { inProcess } from './helpers/in-process.js';
 import { FIXTURES, ROOT, type Sandbox } from './helpers/server.js';
@@ -455,7 +456,9 @@ function scenarioSuite(transport: string, connect: () => Promise<Connection>) {
     afterAll(async () => close());
 
     it('has at least two scenarios for every bundled workflow', () => {
-      const bundled = readdirSync(join(ROOT, 'workflows')).map((f) => f.replace(/\.(json|ya?ml)$/, ''));
+      const bundled = readdirSync(join(ROOT, 'workflows'))
+        .filter(isDefinitionFile)
+        .map((f) => f.replace(/\.(json|ya?ml)$/, ''));
       for (const id of bundled) expect(SCENARIOS[id]?.length ?? 0, id).toBeGreaterThanOrEqual(2);
     });
 

@@ -383,6 +383,8 @@ describe('tool annotations tell what each tool can do', () => {
       workflow_resume: 'destructive idempotent open-world',
       workflow_executions: readOnly,
       workflow_validate_manifest: readOnly,
+      // a scratch store of its own; command steps answer from the test file, never the network
+      workflow_test: readOnly,
       // overwrite (or expected_version) replaces a workflow's content
       workflow_save: 'destructive idempotent',
       // never over another workflow, and renaming back restores it

@@ -255,6 +255,7 @@ describe('SDK client', () => {
         workflow_resume: [false, true, true],
         workflow_executions: [true, false, false],
         workflow_validate_manifest: [true, false, false],
+        workflow_test: [true, false, false],
         workflow_save: [false, true, false],
         workflow_rename: [false, false, false],
         workflow_delete: [false, true, false],

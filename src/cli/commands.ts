@@ -92,6 +92,16 @@ export const COMMAND_SPECS = {
     summary: 'check workflow files the way the server does, warnings included (exit 1 on any error)',
     options: { json: { type: 'boolean', help: 'print one report per file as JSON' } },
   },
+  test: {
+    usage: 'test [--json] [paths...]',
+    summary:
+      "run the tests beside workflows (<id>.test.yaml) through the server's engine, with coverage (exit 1 on a failure, 2 on a malformed file)",
+    options: {
+      json: { type: 'boolean', help: 'print every scenario, its result and the coverage as JSON' },
+      // paths: test files, workflow files (their tests beside them) or directories; none: every source.
+      ...SOURCE_OPTIONS,
+    },
+  },
   init: {
     usage: 'init',
     summary: 'create ./.workflowlookup/workflows with a sample workflow',

@@ -45,6 +45,7 @@ import { type DefinitionFormat, formatOf } from '../workflows/parse.js';
 import { PersonaRegistry } from '../workflows/personas.js';
 import { WorkflowRegistry } from '../workflows/registry.js';
 import { COMMAND_SPECS, type CommandSpec, optionLines, TITLE } from './commands.js';
+import { testCommand } from './test-command.js';
 
 const SAMPLE = `# A sample workflow. Edit it, then run: workflowlookup validate .workflowlookup/workflows/*.yaml
 id: my-first-workflow
@@ -540,6 +541,10 @@ const COMMANDS: Record<string, Command> = {
   validate: {
     ...COMMAND_SPECS.validate,
     run: (rest, options, flags) => validateFiles(rest, options, flags.json === true),
+  },
+  test: {
+    ...COMMAND_SPECS.test,
+    run: (rest, options, flags) => testCommand(rest, options, flags.json === true),
   },
   init: { ...COMMAND_SPECS.init, run: () => init() },
   sources: { ...COMMAND_SPECS.sources, run: (_rest, options) => sources(options) },

@@ -129,7 +129,8 @@ function leaves(condition: Condition | undefined, into: VarCondition[] = [], dep
   return into;
 }
 
-function criteriaConditions(criteria: PromptStep['validationCriteria']): Condition[] {
+/** The `condition` of every rule of a step's criteria (and/or/not included), in file order. */
+export function criteriaConditions(criteria: PromptStep['validationCriteria']): Condition[] {
   const out: Condition[] = [];
   const visit = (c: ValidationCriterion, depth: number) => {
     if (depth > MAX_DEPTH) return;

@@ -1,5 +1,6 @@
 import {
   type ActionStep,
+  type Condition,
   isArtifactLoop,
   isLoopStep,
   isPromptStep,
@@ -34,6 +35,21 @@ export type LoopPosition = {
   /** The loop step's own prompt, shown with each body step. */
   note?: string;
 };
+
+/** How a loop ended: it ran no round, its own rule ended it (condition, list, count, decision), or its cap. */
+export type LoopExit = 'none' | 'condition' | 'max_iterations';
+
+/**
+ * What the walk decided while choosing a step, told as it happens: a runCondition that decided whether a
+ * step runs, a while/until condition that decided whether a loop goes on, and how a loop ended. The
+ * workflow tests count these as coverage; the walk itself is unchanged by an observer.
+ */
+export type WalkEvent =
+  | { kind: 'runCondition'; step: string; value: boolean }
+  | { kind: 'loopCondition'; loop: string; value: boolean }
+  | { kind: 'loopExit'; loop: string; exit: LoopExit; iterations: number };
+
+export type WalkObserver = (event: WalkEvent) => void;
 
 export interface NextStep {
   step: ActionStep | null;
@@ -105,8 +121,11 @@ export function bodyOf(workflow: Workflow, loop: LoopStep): ActionStep[] {
   return target && !isLoopStep(target) ? [target] : [];
 }
 
-function runs(step: { runCondition?: Step['runCondition'] }, context: Context): boolean {
-  return step.runCondition === undefined || evaluateCondition(step.runCondition, context);
+function runs(step: Pick<Step, 'id' | 'runCondition'>, context: Context, observe?: WalkObserver): boolean {
+  if (step.runCondition === undefined) return true;
+  const value = evaluateCondition(step.runCondition, context);
+  observe?.({ kind: 'runCondition', step: step.id, value });
+  return value;
 }
 
 /**
@@ -119,6 +138,7 @@ export function nextStep(
   workflow: Workflow,
   completedSteps: readonly string[],
   inputContext: Context,
+  observe?: WalkObserver,
 ): NextStep {
   const completed = new Set(completedSteps);
   const context: Context = { ...inputContext };
@@ -141,12 +161,13 @@ export function nextStep(
   for (const step of workflow.steps) {
     if (bodyRefs.has(step.id) || completed.has(step.id)) continue;
     if (!isLoopStep(step)) {
-      if (runs(step, context)) return result(step);
+      if (runs(step, context, observe)) return result(step);
       continue;
     }
-    if (!runs(step, context) && loops[step.id] === undefined) continue;
+    // A loop in progress goes on whatever its runCondition says now (it decided when the loop started).
+    if (loops[step.id] === undefined && !runs(step, context, observe)) continue;
     const found = withWorkflowId(workflow, () =>
-      advanceLoop(workflow, step, completed, context, loops, notices),
+      advanceLoop(workflow, step, completed, context, loops, notices, observe),
     );
     if (found) return result(found.step, found.position);
     completed.add(step.id);
@@ -172,19 +193,23 @@ function advanceLoop(
   context: Context,
   loops: Record<string, LoopState>,
   notices: string[],
+  observe?: WalkObserver,
 ): { step: ActionStep; position: LoopPosition } | undefined {
   const body = bodyOf(workflow, loop);
   const cfg = loop.loop;
   let iteration = sanitizeIteration(loops[loop.id]?.iteration);
   if (iteration === 0) {
-    if (!shouldRun(loop, 1, context, true)) return finish(loop, body, completed, loops);
+    if (!shouldRun(loop, 1, context, true, observe)) {
+      observe?.({ kind: 'loopExit', loop: loop.id, exit: 'none', iterations: 0 });
+      return finish(loop, body, completed, loops);
+    }
     iteration = 1;
   } else {
     setLoopVars(loop, iteration, context);
   }
   for (;;) {
     loops[loop.id] = { iteration };
-    const next = body.find((s) => !completed.has(s.id) && runs(s, context));
+    const next = body.find((s) => !completed.has(s.id) && runs(s, context, observe));
     if (next) {
       const items = cfg.type === 'forEach' ? loopSource(loop, context).items : undefined;
       return {
@@ -206,12 +231,20 @@ function advanceLoop(
       };
     }
     for (const s of body) completed.delete(s.id);
-    if (!shouldRun(loop, iteration + 1, context, false)) {
-      if (iteration + 1 > cfg.maxIterations && wouldContinue(loop, iteration + 1, context)) {
+    if (!shouldRun(loop, iteration + 1, context, false, observe)) {
+      const capped =
+        iteration + 1 > cfg.maxIterations && wouldContinue(loop, iteration + 1, context, observe);
+      if (capped) {
         notices.push(
           `Loop "${loop.title}" stopped after reaching its limit of ${cfg.maxIterations} iterations; its exit condition was not met.`,
         );
       }
+      observe?.({
+        kind: 'loopExit',
+        loop: loop.id,
+        exit: capped ? 'max_iterations' : 'condition',
+        iterations: iteration,
+      });
       return finish(loop, body, completed, loops);
     }
     iteration += 1;
@@ -223,7 +256,13 @@ function sanitizeIteration(value: unknown): number {
 }
 
 /** Decides whether iteration `n` runs, and when it does, sets the loop variables for it. */
-function shouldRun(loop: LoopStep, n: number, context: Context, first: boolean): boolean {
+function shouldRun(
+  loop: LoopStep,
+  n: number,
+  context: Context,
+  first: boolean,
+  observe?: WalkObserver,
+): boolean {
   const cfg = loop.loop;
   if (n > cfg.maxIterations) return false;
   let go: boolean;
@@ -244,10 +283,10 @@ function shouldRun(loop: LoopStep, n: number, context: Context, first: boolean):
   const condition = loopCondition(cfg) ?? { var: '' };
   switch (cfg.type) {
     case 'while':
-      go = evaluateCondition(condition, context);
+      go = conditionValue(loop, condition, context, observe);
       break;
     case 'until':
-      go = first || !evaluateCondition(condition, context);
+      go = first || !conditionValue(loop, condition, context, observe);
       break;
     case 'for':
     case 'forEach':
@@ -258,16 +297,31 @@ function shouldRun(loop: LoopStep, n: number, context: Context, first: boolean):
   return go;
 }
 
-/** Whether the loop itself asks for iteration `n`, ignoring maxIterations (to report a capped loop). */
-function wouldContinue(loop: LoopStep, n: number, context: Context): boolean {
+/** A while/until loop's condition, told to the observer: it decides whether the loop goes on. */
+function conditionValue(
+  loop: LoopStep,
+  condition: Condition,
+  context: Context,
+  observe: WalkObserver | undefined,
+): boolean {
+  const value = evaluateCondition(condition, context);
+  observe?.({ kind: 'loopCondition', loop: loop.id, value });
+  return value;
+}
+
+/**
+ * Whether the loop itself asks for iteration `n`, ignoring maxIterations (to report a capped loop): at the
+ * cap, this reading of the condition decides how the loop ended.
+ */
+function wouldContinue(loop: LoopStep, n: number, context: Context, observe?: WalkObserver): boolean {
   const cfg = loop.loop;
   if (isArtifactLoop(cfg)) return asRecord(context[LOOP_CONTROL_KEY])[loop.id] === 'continue';
   const condition = loopCondition(cfg) ?? { var: '' };
   switch (cfg.type) {
     case 'while':
-      return evaluateCondition(condition, context);
+      return conditionValue(loop, condition, context, observe);
     case 'until':
-      return !evaluateCondition(condition, context);
+      return !conditionValue(loop, condition, context, observe);
     case 'for':
     case 'forEach':
       return n <= loopSource(loop, context).length;

@@ -7,7 +7,7 @@ import { asRecord, type Context } from '../engine/conditions.js';
 import { checkContextValues, refuseContext } from '../engine/context-needs.js';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { stepFill } from '../engine/fill.js';
-import { findActionStep, findPromptStep, nextStep } from '../engine/next-step.js';
+import { findActionStep, findPromptStep, nextStep, type WalkObserver } from '../engine/next-step.js';
 import {
   canTransition,
   type ExecutionState,
@@ -51,8 +51,11 @@ export interface ExecutionDeps {
   personas: PersonaRegistry;
   engine: ValidationEngine;
   tokens: TokenService;
-  /** Runs command steps; without it a command step waits with `unknown_command`. */
-  commands?: { runner: CommandStepRunner; catalogs: CatalogRegistry };
+  /**
+   * Runs command steps; without it a command step waits with `unknown_command`. The workflow tests give
+   * canned responses through the same runner and catalogs that say every catalog is installed.
+   */
+  commands?: { runner: Pick<CommandStepRunner, 'run'>; catalogs: Pick<CatalogRegistry, 'get' | 'ready'> };
   /** Environment variables templates may read. */
   allowedEnv?: Record<string, string>;
   /**
@@ -60,6 +63,8 @@ export interface ExecutionDeps {
    * rules are checked but providers are not asked.
    */
   inputs?: InputChecker;
+  /** Told what each walk that moves an execution decided (the workflow tests' coverage). */
+  observe?: WalkObserver;
 }
 
 export interface StartInput {
@@ -89,6 +94,7 @@ export class ExecutionService {
       personas: deps.personas,
       tokens: deps.tokens,
       allowedEnv: deps.allowedEnv ?? {},
+      observe: deps.observe,
     });
     this.commandPhase = new CommandPhase(this.machine, deps.commands);
     this.queries = new ExecutionQueries(deps.store, (exec) => this.machine.definition(exec));
@@ -175,7 +181,12 @@ export class ExecutionService {
       });
       await this.machine.transition(tx, exec, 'running');
       await this.machine.event(tx, 'workflow_started', exec, null, { workflow_name: workflow.id });
-      const view = await this.machine.enterStep(tx, exec, workflow, nextStep(workflow, [], exec.context));
+      const view = await this.machine.enterStep(
+        tx,
+        exec,
+        workflow,
+        this.machine.walk(workflow, [], exec.context),
+      );
       await tx.updateExecution(exec);
       if (view === 'command') return 'command';
       return this.outcome(exec, view, 'started', []);
@@ -417,7 +428,7 @@ export class ExecutionService {
         context.steps = { ...asRecord(context.steps), [step.id]: recorded };
         if (reported.loopDecision) recordDecision(workflow, step.id, reported.loopDecision, context);
         try {
-          next = nextStep(workflow, [...exec.completed_steps, step.id], context);
+          next = machine.walk(workflow, [...exec.completed_steps, step.id], context);
         } catch (error) {
           // A loop ahead cannot start (its list or count is missing): the step stays current, fresh token.
           if (!(error instanceof DomainFailure) || error.error.code !== 'precondition_failed') throw error;

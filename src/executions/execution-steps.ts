@@ -3,7 +3,7 @@ import { asRecord, type Context } from '../engine/conditions.js';
 import { fail } from '../engine/errors.js';
 import { stepFill } from '../engine/fill.js';
 import { buildGuidance, contextScope } from '../engine/guidance.js';
-import { type nextStep, serverOwnedKeys } from '../engine/next-step.js';
+import { nextStep, serverOwnedKeys, type WalkObserver } from '../engine/next-step.js';
 import { type ExecutionState, isTerminal } from '../engine/state-machine.js';
 import { renderPreview, type TemplateScope } from '../engine/templating.js';
 import { isCommandStep, type PromptStep, type Workflow } from '../model/workflow.js';
@@ -18,6 +18,8 @@ export interface StepMachineDeps {
   tokens: TokenService;
   /** Environment variables templates may read. */
   allowedEnv: Record<string, string>;
+  /** Told what each walk that moves an execution decided (the workflow tests' coverage). */
+  observe?: WalkObserver | undefined;
 }
 
 const MAX_PINNED = 256;
@@ -79,6 +81,15 @@ export class StepMachine {
     if (this.pinned.size >= MAX_PINNED) this.pinned.clear();
     this.pinned.set(hash, workflow);
     return workflow;
+  }
+
+  /**
+   * The engine's choice of the step after `completed`, for a transition (start, an accepted output, a
+   * finished command step): the walk the observer, if any, is told about. Views of a step already
+   * entered call nextStep themselves and tell no one.
+   */
+  walk(workflow: Workflow, completed: readonly string[], context: Context): ReturnType<typeof nextStep> {
+    return nextStep(workflow, completed, context, this.deps.observe);
   }
 
   /** Refuses context keys the server owns (inputs, step outputs, loop progress and loop variables). */

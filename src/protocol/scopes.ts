@@ -22,6 +22,8 @@ export const TOOL_SCOPES: ReadonlyMap<string, Scope> = new Map<string, Scope>([
   ['workflow_next', 'read'],
   ['workflow_validate', 'read'],
   ['workflow_validate_manifest', 'read'],
+  // Runs a definition's tests in a scratch store of its own: nothing is saved, no execution is kept.
+  ['workflow_test', 'read'],
   ['workflow_preview_inputs', 'read'],
   ['workflow_resolve_inputs', 'read'],
   ['workflow_preview_rendered', 'read'],
@@ -60,6 +62,7 @@ export const RESOURCE_SCOPES: ReadonlyMap<string, Scope> = new Map<string, Scope
   ['workflow_details', 'read'],
   ['workflow.spec', 'read'],
   ['workflow.schema', 'read'],
+  ['workflow.test-schema', 'read'],
   ['workflow.manifests', 'read'],
   ['workflow.manifest', 'read'],
   ['command.catalog', 'read'],

@@ -14,6 +14,18 @@ export function formatOf(file: string): DefinitionFormat | undefined {
   return DEFINITION_EXTENSIONS[extname(file).toLowerCase()];
 }
 
+const TEST_FILE = /\.test\.(?:json|ya?ml)$/i;
+
+/** `<id>.test.yaml`, `.test.yml` or `.test.json`: a workflow's tests, never a workflow itself. */
+export function isTestFile(file: string): boolean {
+  return TEST_FILE.test(file);
+}
+
+/** A file a source serves as a workflow definition: JSON or YAML, and not a test file. */
+export function isDefinitionFile(file: string): boolean {
+  return formatOf(file) !== undefined && !isTestFile(file);
+}
+
 export type ParseResult =
   | { ok: true; data: unknown; locate: Locator }
   | { ok: false; violations: Violation[] };

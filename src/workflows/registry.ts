@@ -9,7 +9,7 @@ import { DEFAULT_CATEGORY, type Workflow } from '../model/workflow.js';
 import type { RuntimeDocumentStore } from '../store/runtime-documents.js';
 import { type CheckReport, checkDefinition, DEFINITION_LIMITS, oversize } from './check.js';
 import type { DefinitionCache, FileStamp } from './definition-cache.js';
-import { type DefinitionFormat, formatOf } from './parse.js';
+import { type DefinitionFormat, formatOf, isDefinitionFile } from './parse.js';
 import {
   listSourceEntries,
   MAX_SOURCE_DEPTH,
@@ -293,7 +293,8 @@ export class WorkflowRegistry {
     if (root !== undefined) {
       // Subfolders too (a WorkRail library keeps routines/ and examples/), except where saves land.
       const depth = source.kind === 'runtime' ? 0 : MAX_SOURCE_DEPTH;
-      const listed = await listSourceEntries(root, (n) => formatOf(n) !== undefined, depth);
+      // Test files (`<id>.test.yaml`) sit beside the workflows they test and are never loaded as workflows.
+      const listed = await listSourceEntries(root, isDefinitionFile, depth);
       names = listed.names;
       if (this.options.watch) this.watchFolders(source, listed.folders);
     }

@@ -68,7 +68,12 @@ type Issue = z.core.$ZodIssue;
 /** Unknown properties named in one violation; the rest are counted. */
 const MAX_KEYS_SHOWN = 10;
 
-function issuesToViolations(issues: readonly Issue[], root: unknown, base: PropertyKey[] = []): Violation[] {
+/** Zod issues as violations (JSON Pointer paths), the closest branch of a union only. */
+export function issuesToViolations(
+  issues: readonly Issue[],
+  root: unknown,
+  base: PropertyKey[] = [],
+): Violation[] {
   const out: Violation[] = [];
   for (const issue of issues) {
     const path = [...base, ...issue.path];

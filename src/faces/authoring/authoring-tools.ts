@@ -2,6 +2,7 @@ import { basename } from 'node:path';
 import * as z from 'zod';
 import { fail } from '../../engine/errors.js';
 import type { ValidationEngine } from '../../engine/validation-engine.js';
+import type { WorkflowTests } from '../../executions/workflow-tests.js';
 import { IdSchema, type Workflow } from '../../model/workflow.js';
 import {
   type CheckReport,
@@ -17,6 +18,7 @@ import type { RuntimeWorkflows } from '../../workflows/runtime-workflows.js';
 import { NextSchema, next, startCall } from '../next.js';
 import { ViolationSchema } from '../schemas.js';
 import { annotate, defineTool, READ_ONLY, requireConfirmation, type ToolDefinition } from '../tool.js';
+import { TestsSchema, testHint, workflowTestTool } from './workflow-test-tool.js';
 
 // No length limit here: the check measures every definition in UTF-8 bytes, whatever path it takes.
 const ContentSchema = z
@@ -33,6 +35,8 @@ export interface AuthoringDeps {
   runtime: RuntimeWorkflows;
   /** Names `${{ env.X }}` may use (WORKFLOWLOOKUP_ALLOWED_ENV). */
   allowedEnvNames: ReadonlySet<string>;
+  /** Runs workflow tests (workflow_test, and the untested-paths hint of workflow_validate_manifest). */
+  tests?: () => Promise<WorkflowTests>;
 }
 
 /**
@@ -90,6 +94,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
     });
   };
 
+  const tests = deps.tests;
   return [
     defineTool({
       name: 'workflow_validate_manifest',
@@ -102,6 +107,9 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           content: ContentSchema.optional(),
           manifest: z.record(z.string(), z.unknown()).optional().describe('The manifest as an object'),
           format: FormatSchema.optional(),
+          tests: TestsSchema.optional().describe(
+            'Tests to run against a valid manifest (default: the test file beside the saved workflow of its id, if any); their untested paths come back as a hint',
+          ),
         })
         .refine((v) => (v.content === undefined) !== (v.manifest === undefined), {
           message: 'give exactly one of content or manifest',
@@ -114,6 +122,19 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         errors: z.array(z.string()).describe('Each error as one line: "path (line:column): message"'),
         warnings: z.array(ViolationSchema).describe('Legal but probably unintended constructs'),
         violations: z.array(ViolationSchema).describe('The errors, structured (seed 003 §10.2)'),
+        tests: z
+          .object({
+            passed: z.number(),
+            failed: z.number(),
+            file: z.string().optional().describe('The test file, when the tests came from one'),
+            errors: z.array(z.string()).describe('Why the tests could not run'),
+          })
+          .optional()
+          .describe('How the workflow tests fare, when there are tests (see workflow_test)'),
+        untested: z
+          .array(z.string())
+          .optional()
+          .describe('Hint: the paths (steps, condition outcomes, loop exits) no scenario of the tests walks'),
         next: NextSchema,
       }),
       annotations: READ_ONLY,
@@ -121,8 +142,19 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         r.valid
           ? `Valid${r.warnings.length > 0 ? `, ${r.warnings.length} warning(s)` : ''}.`
           : `${r.errors.length} error(s).`,
-      handler: async ({ content, manifest, format }) => {
+      handler: async ({ content, manifest, format, tests: given }, ctx) => {
         const r = await report(content, manifest, format);
+        // A valid manifest with tests: how they fare, and the paths none walks (a hint, not an error).
+        const hint =
+          r.valid && r.workflow !== undefined && tests !== undefined
+            ? await testHint(
+                { registry, tests },
+                r.workflow,
+                contentVersion(content ?? JSON.stringify(manifest)),
+                given,
+                ctx.caller.signal,
+              )
+            : undefined;
         // The manifest itself is not repeated: the agent has it, and fills it in.
         const text =
           content !== undefined ? 'the manifest text you just checked' : 'the manifest as JSON or YAML text';
@@ -133,6 +165,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           errors: r.errors.map(describeViolation),
           warnings: r.warnings,
           violations: r.errors,
+          ...(hint ?? {}),
           next: r.valid
             ? [next('workflow_save', {}, { content: text })]
             : [next('workflow_validate_manifest', {}, { content: `${text}, with the errors fixed` })],
@@ -310,6 +343,15 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           };
         }),
     }),
+    ...(tests === undefined
+      ? []
+      : [
+          workflowTestTool({
+            registry,
+            tests,
+            check: (content, format) => report(content, undefined, format),
+          }),
+        ]),
   ];
 }
 
