@@ -642,7 +642,13 @@ describe('tool groups (--tools / WORKFLOWLOOKUP_TOOLS add to the core)', () => {
       expect(names).toEqual(
         union(
           CORE,
-          ['workflow_validate_manifest', 'workflow_save', 'workflow_rename', 'workflow_delete', 'workflow_test'],
+          [
+            'workflow_validate_manifest',
+            'workflow_save',
+            'workflow_rename',
+            'workflow_delete',
+            'workflow_test',
+          ],
           ['workflow_start', 'workflow_next_step', 'workflow_set_state', 'workflow_resume'],
           ['workflow_executions', 'workflow_purge_history'],
         ),

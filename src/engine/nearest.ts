@@ -9,12 +9,19 @@
 export const MAX_COMPARED = 64;
 /** Known names looked at per question. */
 export const MAX_CANDIDATES = 10_000;
+/** Edit-distance cells computed for one question at most, across every known name. */
+const MAX_CELLS = 200_000;
 
 /**
  * Edit distance of `a` and `b` (insertions, deletions, substitutions, and swaps of two neighbours:
  * `titel` is one edit from `title`), or `limit + 1` once it is certain to exceed `limit`.
  */
-export function boundedDistance(a: string, b: string, limit: number): number {
+export function boundedDistance(
+  a: string,
+  b: string,
+  limit: number,
+  budget: { cells: number } = { cells: 0 },
+): number {
   if (Math.abs(a.length - b.length) > limit) return limit + 1;
   let before: number[] = [];
   let row = Array.from({ length: b.length + 1 }, (_, i) => i);
@@ -32,6 +39,7 @@ export function boundedDistance(a: string, b: string, limit: number): number {
       next.push(value);
       if (value < best) best = value;
     }
+    budget.cells += b.length;
     if (best > limit) return limit + 1;
     before = row;
     row = next;
@@ -52,12 +60,13 @@ const normal = (name: string) =>
  * Only the nearest distance is kept: several far candidates mislead more than they help.
  */
 export function nearestNames(unknown: string, known: Iterable<string>, limit = 3): string[] {
+  const names = [...new Set(known)].slice(0, MAX_CANDIDATES);
   const target = normal(unknown);
   if (target === '') return [];
   const scored: { name: string; d: number }[] = [];
-  let looked = 0;
-  for (const name of new Set(known)) {
-    if (++looked > MAX_CANDIDATES) break;
+  const budget = { cells: 0 };
+  for (const name of names) {
+    if (budget.cells > MAX_CELLS) break;
     if (name === unknown) continue;
     const n = normal(name);
     if (n === '') continue;
@@ -67,7 +76,7 @@ export function nearestNames(unknown: string, known: Iterable<string>, limit = 3
         ? 0
         : (n.length >= 3 && target.includes(n)) || (target.length >= 3 && n.includes(target))
           ? 1
-          : boundedDistance(target, n, allowed);
+          : boundedDistance(target, n, allowed, budget);
     if (d <= allowed) scored.push({ name, d });
   }
   const best = Math.min(...scored.map((s) => s.d));

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { closest, didYouMean, MAX_COMPARED } from './suggest.js';
+import { MAX_COMPARED } from '../engine/nearest.js';
+import { closest, didYouMean } from './suggest.js';
 
 describe('did you mean', () => {
   const tools = ['workflow_start', 'workflow_next_step', 'workflow_list', 'workflow_get', 'workflow_next'];
