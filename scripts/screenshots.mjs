@@ -84,20 +84,19 @@ const plan =
   '1. Add a token bucket in src/server/limits.ts.\n2. Wire it into src/server/router.ts.\n' +
   '3. Add tests for bursts and refills.\nRisks: clock skew between workers; edge case of a zero quota.';
 for (const [workflow, state] of [
-  ['ai-task-implementation', 'completed'],
+  ['ai-task-implementation', 'diverged'],
   ['mr-review-workflow', 'paused'],
   ['presentation-creation', 'abandoned'],
   ['adaptive-ticket-creation', 'running'],
 ]) {
   const started = await tool('workflow_start', { workflow_id: workflow, context: { ticketType: 'bug' } });
-  if (state !== 'running' && state !== 'completed') {
+  if (state !== 'running') {
     await tool('workflow_set_state', {
       execution_id: started.execution_id,
       state,
       reason: 'waiting for the owner',
     });
   }
-  if (state === 'completed') await tool('workflow_set_state', { execution_id: started.execution_id, state });
 }
 let step = await tool('workflow_start', {
   workflow_id: 'coding-task-workflow',
@@ -177,6 +176,13 @@ await page.goto(`${url}tasks`);
 await live();
 await page.screenshot({ path: join(docs, 'dashboard-runs.png') });
 
+// The same pages on a 390 px phone: lists read as cards, nothing wider than the screen.
+const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 1 });
+await phone.goto(url);
+await phone.screenshot({ path: join(docs, 'dashboard-phone-executions.png') });
+await phone.goto(`${url}executions/${main}`);
+await phone.screenshot({ path: join(docs, 'dashboard-phone-execution.png') });
+
 // The sign-in page of the dashboard under `serve --http` with authentication.
 const team = spawn(process.execPath, [cli, 'serve', '--http', '--port', '0'], {
   env: { ...env, WORKFLOWLOOKUP_AUTH: 'tokens', WORKFLOWLOOKUP_TOKENS_FILE: join(sandbox, 'tokens.json') },
@@ -241,5 +247,5 @@ dashboard.kill('SIGTERM');
 await client.close();
 rmSync(sandbox, { recursive: true, force: true });
 console.log(
-  'written: docs/dashboard-executions.png, docs/dashboard-execution.png, docs/dashboard-workflow.png, docs/dashboard-runs.png, docs/dashboard-sign-in.png, docs/app-view.png',
+  'written: docs/dashboard-executions.png, docs/dashboard-execution.png, docs/dashboard-workflow.png, docs/dashboard-runs.png, docs/dashboard-phone-executions.png, docs/dashboard-phone-execution.png, docs/dashboard-sign-in.png, docs/app-view.png',
 );

@@ -18,6 +18,7 @@ import { fail } from './engine/errors.js';
 import { ValidationEngine } from './engine/validation-engine.js';
 import { LOCAL_PRINCIPAL } from './executions/execution-model.js';
 import type { ExecutionService } from './executions/execution-service.js';
+import type { WorkflowTests } from './executions/workflow-tests.js';
 import { authoringPrompts } from './faces/authoring/authoring-prompts.js';
 import { authoringResources, guideLoader } from './faces/authoring/authoring-resources.js';
 import { authoringTools } from './faces/authoring/authoring-tools.js';
@@ -31,6 +32,8 @@ import type { ResourceDefinition } from './faces/resource.js';
 import { orchestrationTools, runTools } from './faces/runs/run-tools.js';
 import type { ToolDefinition } from './faces/tool.js';
 import { toolGroupsTool } from './faces/tool-groups.js';
+import type { ConformanceFixtures } from './protocol/conformance-fixtures.js';
+import { Quota } from './protocol/limits.js';
 import {
   createMcpServer,
   createToolRunner,
@@ -73,23 +76,31 @@ export interface AppOptions {
    * has none and keeps no cache). Tests of the cache pass one.
    */
   checkerId?: string;
+  /**
+   * Also serve the official MCP conformance suite's reference tools, prompts and resources
+   * (`serve --http --conformance-fixtures`; never on by default): for running the suite only. The
+   * CLI loads them (src/protocol/conformance-fixtures.ts) only when asked to.
+   */
+  conformanceFixtures?: ConformanceFixtures | undefined;
 }
 
 /** Checked workflow definitions, in the data dir (an optimisation only: deleting it is always safe). */
 export const DEFINITION_CACHE_FILE = 'definition-cache.json';
 
 /**
- * The tools `tools/list` shows by default: enough to find, run, resume and author workflows. The rest
- * (guidance, execution admin, catalogs, tasks) stay callable and are listed through workflow_tools.
+ * The tools `tools/list` shows by default: seed 001's four (list, get, next, validate: the seeds'
+ * contract), seed 004's durable run (start, next_step, and resume after a context reset) and the way to
+ * the other groups. The rest (authoring, execution admin, catalogs, tasks) stay callable and are listed
+ * through workflow_tools.
  */
 export const CORE_TOOLS: readonly string[] = [
   'workflow_list',
   'workflow_get',
+  'workflow_next',
+  'workflow_validate',
   'workflow_start',
   'workflow_next_step',
   'workflow_resume',
-  'workflow_validate_manifest',
-  'workflow_save',
   'workflow_tools',
 ];
 
@@ -113,6 +124,11 @@ export interface AppServices {
   catalogService: CatalogService;
   /** The execution service; opens the store on first use. A store that cannot open is a storage error. */
   executions: () => Promise<ExecutionService>;
+  /**
+   * Workflow tests (`workflowlookup test`, workflow_test): the same engine and service, each run over a
+   * scratch store of its own (never the server's), loaded on first use.
+   */
+  tests: () => Promise<WorkflowTests>;
 }
 
 export interface App {
@@ -125,8 +141,15 @@ export interface App {
   serverFactory: (options?: ServerOptions) => McpServer;
   /** The tool groups of a new connection, listed as configured. */
   toolSwitch: () => ToolSwitch;
+  /** Every tool a tools/call may name: the runner's, and the conformance fixtures when served. */
+  toolNames: ReadonlySet<string>;
   /** Calls `listener` whenever workflow definitions (and so resources) change; returns an unsubscribe. */
   onResourcesChanged: (listener: () => void) => () => void;
+  /**
+   * Calls `listener` when the tool or prompt list changed for every client (only the conformance
+   * fixtures announce such changes); 2025 sessions are told on their own streams.
+   */
+  onListChanged: (listener: (kind: 'tools' | 'prompts') => void) => () => void;
   /** Starts loading definitions and libraries in the background (after the handshake). */
   warmUp: () => void;
   log: (line: string) => void;
@@ -246,6 +269,29 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     });
   };
 
+  // Workflow tests run executions through the same service, in a scratch store per run: loaded on first use.
+  let testing: Promise<WorkflowTests> | undefined;
+  const tests = () => {
+    testing ??= (async () => {
+      const [{ WorkflowTests }, { openScratchStore }] = await Promise.all([
+        import('./executions/workflow-tests.js'),
+        import('./store/scratch-store.js'),
+      ]);
+      return new WorkflowTests({
+        registry,
+        personas,
+        engine,
+        allowedEnv: config.allowedEnv,
+        allowedEnvNames: config.allowedEnvNames,
+        scratchStore: openScratchStore,
+      });
+    })();
+    return testing.catch((error: unknown) => {
+      testing = undefined;
+      throw error;
+    });
+  };
+
   // Tasks, runs and orchestrations sit on the execution service; built with it, on first use.
   let running: Promise<RunServices> | undefined;
   const runServices = () => {
@@ -272,9 +318,13 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   };
 
   const guide = guideLoader(config.packageRoot);
+  // Purging history is work on finished executions; runs, their cancellation and the orchestrations
+  // need a client with MCP tasks, so they share the one group such a client lists (config.ts).
+  const runFace = runTools(runServices);
+  const purge = runFace.filter((t) => t.name === 'workflow_purge_history');
   const faces: [Profile, ToolDefinition[]][] = [
     ['guidance', guidanceTools({ registry, engine, catalogs, allowedEnv: config.allowedEnv })],
-    ['executions', executionTools(executions)],
+    ['executions', [...executionTools(executions), ...purge]],
     [
       'authoring',
       authoringTools({
@@ -283,6 +333,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         engine,
         runtime,
         allowedEnvNames: config.allowedEnvNames,
+        tests,
       }),
     ],
     [
@@ -295,7 +346,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         allowedEnvNames: config.allowedEnvNames,
       }),
     ],
-    ['tasks', [...runTools(runServices), ...orchestrationTools(runServices)]],
+    ['tasks', [...runFace.filter((t) => !purge.includes(t)), ...orchestrationTools(runServices)]],
   ];
   const faceTools = faces.flatMap(([group, tools]) =>
     tools.map((t) => ({ ...t, groups: CORE_TOOLS.includes(t.name) ? [group, 'core'] : [group] })),
@@ -304,15 +355,22 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     faceTools
       .filter((t) => names.includes(t.name))
       .map((t) => ({ name: t.name, description: t.description, inputSchema: inputJsonSchema(t) }));
+  const fixtures = options.conformanceFixtures;
   const runner = createToolRunner(
-    [...faceTools, { ...toolGroupsTool({ describe: describeTools }), groups: ['core'] }],
+    [
+      ...faceTools,
+      { ...toolGroupsTool({ describe: describeTools }), groups: ['core'] },
+      ...(fixtures ? fixtures.tools.map((t) => ({ ...t, groups: [fixtures.group] })) : []),
+    ],
     log,
   );
+  const groupNames: string[] = fixtures ? [...PROFILES, fixtures.group] : [...PROFILES];
   const groups = new Map<string, string[]>(
-    PROFILES.map((g) => [g, runner.tools.filter((t) => t.groups?.includes(g)).map((t) => t.name)]),
+    groupNames.map((g) => [g, runner.tools.filter((t) => t.groups?.includes(g)).map((t) => t.name)]),
   );
-  const toolSwitch = () => new ToolSwitch(groups, config.profiles);
-  const tasks = new TaskDriver({ services: runServices, runner, log });
+  const toolSwitch = () =>
+    new ToolSwitch(groups, fixtures ? [...config.profiles, fixtures.group] : config.profiles);
+  const tasks = new TaskDriver({ services: runServices, runner, log, limits: config.limits });
   // The MCP Apps view is a file of the build, read once when a host first asks for it.
   let view: Promise<string> | undefined;
   const viewHtml = () => {
@@ -342,6 +400,24 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     changeListeners.add(listener);
     return () => changeListeners.delete(listener);
   };
+  const listListeners = new Set<(kind: 'tools' | 'prompts') => void>();
+  const onListChanged = (listener: (kind: 'tools' | 'prompts') => void) => {
+    listListeners.add(listener);
+    return () => listListeners.delete(listener);
+  };
+  const listChanged = (kind: 'tools' | 'prompts') => {
+    for (const server of servers) {
+      if (!server.isConnected()) continue;
+      if (kind === 'tools') void server.sendToolListChanged();
+      else void server.sendPromptListChanged();
+    }
+    for (const listener of listListeners) listener(kind);
+  };
+  // resources/subscribe: per session, and per principal over every session of this app.
+  const subscriptionLimits = {
+    perSession: config.limits.subscriptionsPerSession,
+    perPrincipal: new Quota(Number.POSITIVE_INFINITY, config.limits.subscriptionsPerPrincipal),
+  };
 
   const serverFactory = (options: ServerOptions = {}): McpServer => {
     const tools = options.tools ?? toolSwitch();
@@ -351,12 +427,18 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       detach: options.detach,
       era: options.era,
       onDefinitionsChanged: onResourcesChanged,
+      subscriptionLimits,
       tasks,
       runner,
       resources,
       prompts,
       workflowIds,
       version: config.version,
+      ...(fixtures
+        ? {
+            fixtures: (s: McpServer) => fixtures.register(s, { listChanged }),
+          }
+        : {}),
     });
     servers.add(server);
     const previous = server.server.onclose;
@@ -397,13 +479,15 @@ export function createApp(config: Config, options: AppOptions = {}): App {
 
   return {
     config,
-    services: { registry, personas, engine, catalogs, catalogService, executions },
+    services: { registry, personas, engine, catalogs, catalogService, executions, tests },
     runner,
     resources,
     prompts,
     serverFactory,
     toolSwitch,
+    toolNames: new Set([...runner.tools.map((t) => t.name), ...(fixtures?.plainTools ?? [])]),
     onResourcesChanged,
+    onListChanged,
     warmUp,
     log,
     close,

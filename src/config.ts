@@ -4,7 +4,8 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { PRIVATE_HOSTS_SETTING, parseAllowList } from './catalogs/host-policy.js';
-import { DEFAULT_MAX_MESSAGE_BYTES } from './protocol/limits.js';
+import { nearestNames } from './engine/nearest.js';
+import { DEFAULT_LIMITS, DEFAULT_MAX_MESSAGE_BYTES, type Limits } from './protocol/limits.js';
 import type { WorkflowSource } from './workflows/sources.js';
 
 /** Settings that cannot work: the CLI reports them and exits with code 2 before serving anything. */
@@ -14,6 +15,10 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+export const DEFAULT_SESSIONS_PER_PRINCIPAL = 32;
+export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
+export const DEFAULT_AUTH_FAILURE_LIMIT = 30;
 
 /**
  * Every environment variable the server reads, with what it does: the source of `--help` and of the
@@ -64,7 +69,7 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
   {
     name: 'WORKFLOWLOOKUP_TOOLS',
     description:
-      'tool groups tools/list shows: core (default), guidance, executions, authoring, automation, tasks, comma-separated, or `all`; also `--tools`',
+      'tool groups tools/list shows besides `core` (always listed): guidance, executions, authoring, automation, tasks, comma-separated, or `all`; also `--tools`',
   },
   {
     name: 'WORKFLOWLOOKUP_ALLOWED_ENV',
@@ -130,6 +135,42 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
   },
   { name: 'WORKFLOWLOOKUP_HTTP_MAX_SESSIONS', description: 'open 2025-11-25 sessions at most, default 256' },
   {
+    name: 'WORKFLOWLOOKUP_HTTP_MAX_SESSIONS_PER_PRINCIPAL',
+    description: `open 2025-11-25 sessions of one principal at most, default ${DEFAULT_SESSIONS_PER_PRINCIPAL} (with authentication)`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_HTTP_MAX_HEADER_BYTES',
+    description: `largest accepted HTTP request head (431 beyond), default ${DEFAULT_MAX_HEADER_BYTES}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_AUTH_FAILURE_LIMIT',
+    description: `failed bearer tokens per minute per client address before 429, default ${DEFAULT_AUTH_FAILURE_LIMIT} (\`0\`: no limit)`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS',
+    description: `\`resources/subscribe\`: resources one session may be subscribed to, default ${DEFAULT_LIMITS.subscriptionsPerSession}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS_PER_PRINCIPAL',
+    description: `the same over all sessions of one principal, default ${DEFAULT_LIMITS.subscriptionsPerPrincipal}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_TASKS',
+    description: `MCP tasks one server works on at once, default ${DEFAULT_LIMITS.tasks}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_TASKS_PER_PRINCIPAL',
+    description: `the same for one principal, default ${DEFAULT_LIMITS.tasksPerPrincipal}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_DASHBOARD_MAX_STREAMS',
+    description: `live dashboard pages open at once, default ${DEFAULT_LIMITS.streams}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_DASHBOARD_MAX_STREAMS_PER_PRINCIPAL',
+    description: `the same for one principal, default ${DEFAULT_LIMITS.streamsPerPrincipal}`,
+  },
+  {
     name: 'WORKFLOWLOOKUP_HTTP_DASHBOARD',
     description:
       '`false` turns off the dashboard `serve --http` serves at `/dashboard` (on by default, behind the same authentication)',
@@ -175,42 +216,100 @@ export interface Config {
   env: NodeJS.ProcessEnv;
   /** Port of the standalone dashboard (`workflowlookup dashboard`). */
   dashboardPort: number;
+  /** What clients may hold open at once, per principal and in total (README, "Limits"). */
+  limits: Limits;
 }
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 60 * 60;
+
+/** A whole number from the environment (its default when unset), parsed strictly (integerSetting). */
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
+  return integerSetting(env[name], name, { min, fallback });
+}
 export const DEFAULT_DASHBOARD_PORT = 3928;
+export const DEFAULT_HTTP_PORT = 3927;
+
+const TRUE = /^(true|1|yes|on)$/i;
+const FALSE = /^(false|0|no|off)$/i;
+
+/**
+ * A boolean setting: `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`, any case), unset or empty for
+ * the default; anything else is a ConfigError naming the variable, never a silent guess.
+ */
+export function booleanSetting(value: string | undefined, where: string, fallback: boolean): boolean {
+  const text = value?.trim() ?? '';
+  if (text === '') return fallback;
+  if (TRUE.test(text)) return true;
+  if (FALSE.test(text)) return false;
+  throw new ConfigError(
+    `${where} must be true or false (also 1/0, yes/no, on/off), not ${JSON.stringify(value)}`,
+  );
+}
+
+/**
+ * A whole-number setting within bounds (digits only: no sign, fraction, exponent or hex), unset or empty
+ * for the default; anything else is a ConfigError naming the variable and what it accepts.
+ */
+export function integerSetting(
+  value: string | undefined,
+  where: string,
+  bounds: { min: number; max?: number; fallback: number; unit?: string; zero?: string },
+): number {
+  const text = value?.trim() ?? '';
+  if (text === '') return bounds.fallback;
+  const n = /^\d{1,15}$/.test(text) ? Number(text) : Number.NaN;
+  if (Number.isSafeInteger(n) && n >= bounds.min && (bounds.max === undefined || n <= bounds.max)) return n;
+  const range = bounds.max === undefined ? `at least ${bounds.min}` : `${bounds.min}-${bounds.max}`;
+  throw new ConfigError(
+    `${where} must be a whole number${bounds.unit ? ` of ${bounds.unit}` : ''}, ${range}${bounds.zero ? ` (0: ${bounds.zero})` : ''}, not ${JSON.stringify(value)}`,
+  );
+}
 
 /** A TCP port number (0 lets the system choose), or a ConfigError naming where it came from. */
 export function parsePort(value: string, where: string): number {
-  const port = Number(value);
-  if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new ConfigError(`${where} must be a port number 0-65535 (0 picks a free port), not "${value}"`);
+  const text = value.trim();
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(port >= 0 && port <= 65535)) {
+    throw new ConfigError(
+      `${where} must be a port number 0-65535 (0 picks a free port), not ${JSON.stringify(value)}`,
+    );
   }
   return port;
 }
 
 /**
  * Tool groups (`--tools` / `WORKFLOWLOOKUP_TOOLS`): which tools `tools/list` shows. Every tool stays
- * callable whatever is listed; `core` (the default) is the small set most agents need, and
- * `workflow_tools` lists the others on request.
+ * callable whatever is listed. `core`, the small set most agents need, is always listed (it holds
+ * `workflow_tools`, through which an agent lists the others); each group named adds its tools to it.
+ * One group per kind of client need, so a client lists only what it can use: `tasks` holds every tool
+ * that needs a client with MCP tasks (and sampling or elicitation for the orchestrations).
  */
-export const PROFILES = ['core', 'guidance', 'executions', 'authoring', 'automation', 'tasks'] as const;
-export type Profile = (typeof PROFILES)[number];
+export const TOOL_GROUPS = {
+  core: 'always listed: find workflows, walk them (stateless or durable), resume one, and list more groups',
+  guidance: 'stateless guidance (seed 001/002): the client keeps the state',
+  executions: 'durable executions: start, advance, pause, resume, find and purge them',
+  authoring: 'check, save, rename and delete workflow definitions',
+  automation: 'inputs, templates, step plans and OpenAPI catalogs for command steps',
+  tasks:
+    'runs as MCP tasks the server drives, their cancellation, and the orchestrations (need a client with tasks)',
+} as const;
+export type Profile = keyof typeof TOOL_GROUPS;
+export const PROFILES = Object.keys(TOOL_GROUPS) as Profile[];
 
+/** The groups a `--tools` value lists: `core` plus those named (`all`: every group). */
 export function parseProfiles(value: string | undefined): Set<Profile> {
-  if (value === undefined || value.trim() === '') return new Set(['core']);
-  if (value.trim() === 'all') return new Set(PROFILES);
-  const names = value
+  const names = (value ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+  if (names.includes('all')) return new Set(PROFILES);
   const unknown = names.filter((n) => !(PROFILES as readonly string[]).includes(n));
   if (unknown.length > 0) {
     throw new ConfigError(
-      `unknown tool group(s) ${unknown.join(', ')}; choose from ${PROFILES.join(', ')} (or all)`,
+      `unknown tool group(s) ${unknown.join(', ')} in --tools / WORKFLOWLOOKUP_TOOLS; choose from ${PROFILES.join(', ')} (or all), comma-separated`,
     );
   }
-  return new Set(names as Profile[]);
+  return new Set(['core', ...(names as Profile[])]);
 }
 
 export interface ConfigOptions {
@@ -222,11 +321,6 @@ export interface ConfigOptions {
   includeProject?: boolean;
   /** Comma-separated tool profiles (overrides WORKFLOWLOOKUP_TOOLS). */
   tools?: string;
-}
-
-function flag(value: string | undefined, fallback: boolean): boolean {
-  if (value === undefined || value === '') return fallback;
-  return !/^(0|false|no|off)$/i.test(value.trim());
 }
 
 /** The package root, found by walking up from this module (works from src/ and from the bundle). */
@@ -260,21 +354,50 @@ function userConfigDir(env: NodeJS.ProcessEnv): string {
   return env.XDG_CONFIG_HOME || join(homedir(), '.config');
 }
 
+/** The scheme of a URL-looking value (`ftp://x` → `ftp`); a path (even `C:\\dir`) has none. */
+function schemeOf(value: string): string | undefined {
+  return /^([a-z][a-z0-9+.-]+):\/\//i.exec(value)?.[1]?.toLowerCase();
+}
+
+/** ` (did you mean postgres://?)` for a near miss of the PostgreSQL schemes, else nothing. */
+function schemeHint(scheme: string): string {
+  const near = nearestNames(scheme, ['postgres', 'postgresql'], 1)[0];
+  return near ? ` (did you mean ${near}://?)` : '';
+}
+
 /** A PostgreSQL URL that can be parsed; the message never repeats the URL, which may hold a password. */
-function checkDatabaseUrl(url: string): void {
-  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+function checkDatabaseUrl(url: string, where = 'WORKFLOWLOOKUP_DATABASE_URL'): void {
+  const scheme = schemeOf(url) ?? /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
   if (scheme !== 'postgres' && scheme !== 'postgresql') {
     throw new ConfigError(
-      `WORKFLOWLOOKUP_DATABASE_URL must be a postgres:// or postgresql:// URL${scheme ? ` (it starts with ${scheme}:)` : ''}; unset it to keep executions in SQLite`,
+      `${where} must be a postgres:// or postgresql:// URL${scheme ? `, not ${scheme}:${schemeHint(scheme)}` : ''}; unset it to keep executions in SQLite`,
     );
   }
   try {
     new URL(url);
   } catch {
     throw new ConfigError(
-      'WORKFLOWLOOKUP_DATABASE_URL is not a valid URL (characters such as @ : / # in the password must be percent-encoded)',
+      `${where} is not a valid URL (characters such as @ : / # in the password must be percent-encoded)`,
     );
   }
+}
+
+/**
+ * The store a command names (`--store`): a postgres:// URL, or a SQLite data directory (resolved
+ * against `cwd`). Any other URL scheme is a ConfigError, never a directory named after it.
+ */
+export function storeTargetOf(value: string, where: string, cwd: string): string {
+  const text = value.trim();
+  if (text === '') throw new ConfigError(`${where} must name a SQLite data directory or a postgres:// URL`);
+  const scheme = schemeOf(text);
+  if (scheme === undefined) return resolve(cwd, text);
+  if (scheme !== 'postgres' && scheme !== 'postgresql') {
+    throw new ConfigError(
+      `${where}: unknown scheme ${scheme}://${schemeHint(scheme)}; a store is a SQLite data directory (a path) or a postgres:// (postgresql://) URL`,
+    );
+  }
+  checkDatabaseUrl(text, where);
+  return text;
 }
 
 /** Resolves the workflow sources and runtime dir from the environment (see README, "Configuration"). */
@@ -294,13 +417,22 @@ export function loadConfig(options: ConfigOptions = {}): Config {
   );
 
   const sources: WorkflowSource[] = [];
-  if (options.includeBundled ?? flag(env.WORKFLOWLOOKUP_INCLUDE_BUNDLED, true)) {
+  if (
+    options.includeBundled ??
+    booleanSetting(env.WORKFLOWLOOKUP_INCLUDE_BUNDLED, 'WORKFLOWLOOKUP_INCLUDE_BUNDLED', true)
+  ) {
     sources.push({ kind: 'bundled', dir: join(packageRoot, 'workflows') });
   }
-  if (options.includeUser ?? flag(env.WORKFLOWLOOKUP_INCLUDE_USER, true)) {
+  if (
+    options.includeUser ??
+    booleanSetting(env.WORKFLOWLOOKUP_INCLUDE_USER, 'WORKFLOWLOOKUP_INCLUDE_USER', true)
+  ) {
     sources.push({ kind: 'user', dir: join(homedir(), '.workflowlookup', 'workflows') });
   }
-  if (options.includeProject ?? flag(env.WORKFLOWLOOKUP_INCLUDE_PROJECT, true)) {
+  if (
+    options.includeProject ??
+    booleanSetting(env.WORKFLOWLOOKUP_INCLUDE_PROJECT, 'WORKFLOWLOOKUP_INCLUDE_PROJECT', true)
+  ) {
     sources.push({ kind: 'project', dir: resolve(cwd, '.workflowlookup', 'workflows') });
   }
   for (const dir of (env.WORKFLOW_STORAGE_PATH ?? '').split(delimiter)) {
@@ -316,10 +448,11 @@ export function loadConfig(options: ConfigOptions = {}): Config {
       .map((n) => n.trim())
       .filter((n) => n !== ''),
   );
-  const ttl = Number(env.WORKFLOWLOOKUP_TOKEN_TTL_SECONDS || DEFAULT_TOKEN_TTL_SECONDS);
-  if (!Number.isFinite(ttl) || ttl <= 0) {
-    throw new ConfigError('WORKFLOWLOOKUP_TOKEN_TTL_SECONDS must be a positive number of seconds');
-  }
+  const ttl = integerSetting(env.WORKFLOWLOOKUP_TOKEN_TTL_SECONDS, 'WORKFLOWLOOKUP_TOKEN_TTL_SECONDS', {
+    min: 1,
+    fallback: DEFAULT_TOKEN_TTL_SECONDS,
+    unit: 'seconds',
+  });
   const secret = env.WORKFLOWLOOKUP_TOKEN_SECRET || undefined;
   if (secret !== undefined && secret.length < 32) {
     throw new ConfigError(
@@ -328,15 +461,16 @@ export function loadConfig(options: ConfigOptions = {}): Config {
   }
   const databaseUrl = env.WORKFLOWLOOKUP_DATABASE_URL?.trim() || undefined;
   if (databaseUrl !== undefined) checkDatabaseUrl(databaseUrl);
-  const maxMessageBytes = Number(env.WORKFLOWLOOKUP_MAX_MESSAGE_BYTES || DEFAULT_MAX_MESSAGE_BYTES);
-  if (!Number.isInteger(maxMessageBytes) || maxMessageBytes < 1024) {
-    throw new ConfigError('WORKFLOWLOOKUP_MAX_MESSAGE_BYTES must be a whole number of bytes, at least 1024');
-  }
+  const maxMessageBytes = integerSetting(
+    env.WORKFLOWLOOKUP_MAX_MESSAGE_BYTES,
+    'WORKFLOWLOOKUP_MAX_MESSAGE_BYTES',
+    { min: 1024, fallback: DEFAULT_MAX_MESSAGE_BYTES, unit: 'bytes' },
+  );
   const privateHosts = parseAllowList(env[PRIVATE_HOSTS_SETTING]);
   if (privateHosts.problems.length > 0) {
     throw new ConfigError(`${PRIVATE_HOSTS_SETTING}: ${privateHosts.problems.join('; ')}`);
   }
-  return {
+  const config: Config = {
     packageRoot,
     version,
     cwd,
@@ -354,13 +488,45 @@ export function loadConfig(options: ConfigOptions = {}): Config {
       [...allowedNames].filter((n) => env[n] !== undefined).map((n) => [n, env[n] as string]),
     ),
     allowedEnvNames: allowedNames,
-    allowUrlSources: flag(env.WORKFLOWLOOKUP_ALLOW_URL_SOURCES, false),
+    allowUrlSources: booleanSetting(
+      env.WORKFLOWLOOKUP_ALLOW_URL_SOURCES,
+      'WORKFLOWLOOKUP_ALLOW_URL_SOURCES',
+      false,
+    ),
     allowPrivateHosts: privateHosts.entries,
     env,
-    dashboardPort: env.WORKFLOWLOOKUP_DASHBOARD_PORT
+    dashboardPort: env.WORKFLOWLOOKUP_DASHBOARD_PORT?.trim()
       ? parsePort(env.WORKFLOWLOOKUP_DASHBOARD_PORT, 'WORKFLOWLOOKUP_DASHBOARD_PORT')
       : DEFAULT_DASHBOARD_PORT,
+    limits: {
+      subscriptionsPerSession: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS',
+        DEFAULT_LIMITS.subscriptionsPerSession,
+      ),
+      subscriptionsPerPrincipal: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS_PER_PRINCIPAL',
+        DEFAULT_LIMITS.subscriptionsPerPrincipal,
+      ),
+      tasks: wholeNumber(env, 'WORKFLOWLOOKUP_MAX_TASKS', DEFAULT_LIMITS.tasks),
+      tasksPerPrincipal: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_MAX_TASKS_PER_PRINCIPAL',
+        DEFAULT_LIMITS.tasksPerPrincipal,
+      ),
+      streams: wholeNumber(env, 'WORKFLOWLOOKUP_DASHBOARD_MAX_STREAMS', DEFAULT_LIMITS.streams),
+      streamsPerPrincipal: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_DASHBOARD_MAX_STREAMS_PER_PRINCIPAL',
+        DEFAULT_LIMITS.streamsPerPrincipal,
+      ),
+    },
   };
+  // The HTTP settings are read by `serve --http` only, but a bad value is refused by every command:
+  // a typo in a shell profile surfaces at once, not when the server is first run over HTTP.
+  httpNumbersAndFlags(env);
+  return config;
 }
 
 /**
@@ -404,6 +570,12 @@ export interface HttpSettings {
   /** Requests per minute per principal (0: no limit). */
   rateLimit: number;
   maxSessions: number;
+  /** Sessions of one principal (the whole cap without authentication: everyone is the local user). */
+  maxSessionsPerPrincipal: number;
+  /** Largest request head in bytes (node:http's maxHeaderSize); larger ones get 431. */
+  maxHeaderBytes: number;
+  /** Failed bearer tokens per minute per client address (0: no limit). */
+  authFailureLimit: number;
   /** Serve the dashboard under /dashboard (WORKFLOWLOOKUP_HTTP_DASHBOARD, default on). */
   dashboard: boolean;
 }
@@ -412,6 +584,34 @@ export interface HttpFlags {
   host?: string;
   port?: string;
   path?: string;
+}
+
+/** The numbers and switches of `serve --http`, parsed strictly. */
+function httpNumbersAndFlags(env: NodeJS.ProcessEnv) {
+  return {
+    port: env.WORKFLOWLOOKUP_HTTP_PORT?.trim()
+      ? parsePort(env.WORKFLOWLOOKUP_HTTP_PORT, 'WORKFLOWLOOKUP_HTTP_PORT')
+      : DEFAULT_HTTP_PORT,
+    rateLimit: integerSetting(env.WORKFLOWLOOKUP_RATE_LIMIT, 'WORKFLOWLOOKUP_RATE_LIMIT', {
+      min: 0,
+      fallback: 600,
+      unit: 'requests per minute',
+      zero: 'no limit',
+    }),
+    maxSessions: integerSetting(env.WORKFLOWLOOKUP_HTTP_MAX_SESSIONS, 'WORKFLOWLOOKUP_HTTP_MAX_SESSIONS', {
+      min: 1,
+      fallback: 256,
+      unit: 'sessions',
+    }),
+    perPrincipal: wholeNumber(
+      env,
+      'WORKFLOWLOOKUP_HTTP_MAX_SESSIONS_PER_PRINCIPAL',
+      DEFAULT_SESSIONS_PER_PRINCIPAL,
+    ),
+    maxHeaderBytes: wholeNumber(env, 'WORKFLOWLOOKUP_HTTP_MAX_HEADER_BYTES', DEFAULT_MAX_HEADER_BYTES, 1024),
+    authFailureLimit: wholeNumber(env, 'WORKFLOWLOOKUP_AUTH_FAILURE_LIMIT', DEFAULT_AUTH_FAILURE_LIMIT, 0),
+    dashboard: booleanSetting(env.WORKFLOWLOOKUP_HTTP_DASHBOARD, 'WORKFLOWLOOKUP_HTTP_DASHBOARD', true),
+  };
 }
 
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
@@ -435,10 +635,7 @@ const list = (value: string | undefined) =>
 export function loadHttpSettings(config: Config, flags: HttpFlags = {}): HttpSettings {
   const env = config.env;
   const host = flags.host ?? env.WORKFLOWLOOKUP_HTTP_HOST ?? '127.0.0.1';
-  const port =
-    flags.port !== undefined
-      ? parsePort(flags.port, '--port')
-      : parsePort(env.WORKFLOWLOOKUP_HTTP_PORT ?? '3927', 'WORKFLOWLOOKUP_HTTP_PORT');
+  const port = flags.port !== undefined ? parsePort(flags.port, '--port') : httpNumbersAndFlags(env).port;
   const path = flags.path ?? env.WORKFLOWLOOKUP_HTTP_PATH ?? '/mcp';
   if (!/^\/[A-Za-z0-9/_.-]*$/.test(path) || path.endsWith('/') || path.startsWith('/dashboard')) {
     throw new ConfigError(
@@ -483,16 +680,8 @@ export function loadHttpSettings(config: Config, flags: HttpFlags = {}): HttpSet
       `refusing to serve ${host} without authentication: anyone who can reach it could run workflows. Set WORKFLOWLOOKUP_AUTH (jwt or tokens), or bind 127.0.0.1`,
     );
   }
-  const rateLimit = Number(env.WORKFLOWLOOKUP_RATE_LIMIT || 600);
-  const maxSessions = Number(env.WORKFLOWLOOKUP_HTTP_MAX_SESSIONS || 256);
-  if (!Number.isInteger(rateLimit) || rateLimit < 0) {
-    throw new ConfigError(
-      'WORKFLOWLOOKUP_RATE_LIMIT must be a whole number of requests per minute (0: no limit)',
-    );
-  }
-  if (!Number.isInteger(maxSessions) || maxSessions < 1) {
-    throw new ConfigError('WORKFLOWLOOKUP_HTTP_MAX_SESSIONS must be a whole number, at least 1');
-  }
+  const { rateLimit, maxSessions, perPrincipal, maxHeaderBytes, authFailureLimit, dashboard } =
+    httpNumbersAndFlags(env);
   const bindName = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   const allowedHosts = list(env.WORKFLOWLOOKUP_ALLOWED_HOSTS);
   const hosts = allowedHosts.length > 0 ? allowedHosts : [...new Set([...LOOPBACK_NAMES, bindName])];
@@ -509,6 +698,9 @@ export function loadHttpSettings(config: Config, flags: HttpFlags = {}): HttpSet
     auth,
     rateLimit,
     maxSessions,
-    dashboard: flag(env.WORKFLOWLOOKUP_HTTP_DASHBOARD, true),
+    maxSessionsPerPrincipal: auth.mode === 'none' ? maxSessions : Math.min(perPrincipal, maxSessions),
+    maxHeaderBytes,
+    authFailureLimit,
+    dashboard,
   };
 }

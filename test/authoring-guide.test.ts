@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ValidationEngine } from '../src/engine/validation-engine.js';
 import { quickReference } from '../src/faces/authoring/authoring-prompts.js';
-import { workflowJsonSchema } from '../src/model/workflow.js';
+import { IdSchema, workflowJsonSchema } from '../src/model/workflow.js';
 import { checkDefinition } from '../src/workflows/check.js';
 import { ROOT } from './helpers/server.js';
 import { validationWorkerUrl } from './helpers/validation-worker.js';
@@ -99,5 +99,37 @@ describe('authoring guide', () => {
       expect(reference).toContain(word);
     expect(Buffer.byteLength(reference)).toBeLessThan(4096);
     expect(Buffer.byteLength(guide)).toBeGreaterThan(8 * Buffer.byteLength(reference));
+  });
+});
+
+describe('one id rule', () => {
+  it('the README, the guide and the checker agree: [a-z0-9_-] or ns.name, 3-64 characters', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    // Every statement of the rule names both forms; none says underscores or dots are out.
+    for (const [name, text] of [
+      ['README.md', readme],
+      ['docs/authoring-guide.md', guide],
+    ] as const) {
+      const statements = text.split('\n').filter((l) => /\bids?\b.*(match|are 3-64|3-64 char)/i.test(l));
+      expect(statements.length, name).toBeGreaterThan(0);
+      for (const line of statements) {
+        expect(line, `${name}: ${line}`).not.toMatch(
+          /no underscores|no dots|`\^\[a-z0-9-\]\+\$`(?! and WorkRail)/,
+        );
+      }
+      expect(text, name).toContain('`^[a-z0-9_-]+$`');
+      expect(text, name).toContain('`ns.name`');
+    }
+    const examples = (label: string) =>
+      [...(new RegExp(`^${label}: (.*)$`, 'm').exec(guide)?.[1] ?? '').matchAll(/`([^`]+)`/g)].map(
+        (m) => m[1] as string,
+      );
+    const valid = examples('Valid ids');
+    const invalid = examples('Not ids');
+    expect(valid).toContain('plan_step');
+    expect(valid).toContain('wr.coding-task');
+    expect(invalid.length).toBeGreaterThan(4);
+    for (const id of valid) expect(IdSchema.safeParse(id).success, id).toBe(true);
+    for (const id of invalid) expect(IdSchema.safeParse(id).success, id).toBe(false);
   });
 });

@@ -223,10 +223,12 @@ steps:
       ),
     });
     expect(badRefs.valid).toBe(false);
-    expect(badRefs.violations.map((v: Json) => v.rule)).toEqual([
-      'templateReference',
-      'templateReference',
-      'templateReference',
+    // In one pass: the three references, and the default that reads HOME (not allowed).
+    expect(badRefs.violations.map((v: Json) => `${v.rule} ${v.path}`)).toEqual([
+      'templateReference /steps/0/prompt',
+      'templateReference /steps/0/prompt',
+      'templateReference /steps/0/prompt',
+      'templateReference /inputs/secret/default',
     ]);
     const hidden = await call('workflow_validate_manifest', {
       content: content.replace('${{ env.RELEASE_NAME }}', '${{ env.PATH }}'),

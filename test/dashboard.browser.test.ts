@@ -10,6 +10,7 @@ import { EXTENSION_ID, RESOURCE_MIME_TYPE } from '@modelcontextprotocol/ext-apps
 import { build } from 'esbuild';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
 import { type DashboardProcess, startDashboard } from './helpers/dashboard.js';
 import { CLI, callTool, FIXTURES, ROOT, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
@@ -30,9 +31,19 @@ const shot = async (page: Page, name: string) => {
 
 const call = (name: string, args: Json) => callTool(client, name, args);
 
+const DESKTOP = { width: 1280, height: 900 };
+const PHONE = { width: 390, height: 844 };
+const VIEWPORTS = [
+  ['desktop', DESKTOP],
+  ['phone', PHONE],
+] as const;
+
 /** A page that records errors and CSP violations (the init script runs outside the page's CSP). */
-async function open(url: string): Promise<{ page: Page; problems: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+async function open(
+  url: string,
+  viewport: { width: number; height: number } = DESKTOP,
+): Promise<{ page: Page; problems: string[] }> {
+  const context = await browser.newContext({ viewport });
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
@@ -244,6 +255,183 @@ describe('dashboard in a browser', () => {
       await page.context().close();
     }
   });
+});
+
+/** Starts a run of `workflow_id` as an MCP task (2025-11-25) and answers its task id. */
+async function runTask(workflow_id: string): Promise<string> {
+  const created = await client.request(
+    { method: 'tools/call', params: { name: 'workflow_run', arguments: { workflow_id }, task: {} } },
+    z.looseObject({ task: z.looseObject({ taskId: z.string() }) }),
+  );
+  return created.task.taskId;
+}
+
+/** Whether anything on the page reaches past the viewport's right edge (sideways scrolling). */
+const overflow = (page: Page) =>
+  page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const wide = [...document.querySelectorAll('header *, main > *')]
+      .filter((e) => e.getBoundingClientRect().right > width + 1 && !e.closest('.table-wrap, .diagram, pre'))
+      .map((e) => `${e.tagName.toLowerCase()}.${e.className}`);
+    return { scroll: document.documentElement.scrollWidth, width, wide: wide.slice(0, 5) };
+  });
+
+describe('the first hour (issue #23 item 7), at desktop and phone sizes', () => {
+  let paused: string;
+  let finished: string;
+
+  beforeAll(async () => {
+    // One paused with a reason; one paused, then ended (its pause reason is history). Agents may not
+    // set `completed`; ending it as abandoned, without a reason, is the same case on the page.
+    paused = (await call('workflow_start', { workflow_name: 'durable-demo' })).execution_id;
+    await call('workflow_set_state', { execution_id: paused, state: 'paused', reason: 'lunch' });
+    finished = (await call('workflow_start', { workflow_name: 'loops-demo' })).execution_id;
+    await call('workflow_set_state', { execution_id: finished, state: 'paused', reason: 'lunch' });
+    await call('workflow_set_state', { execution_id: finished, state: 'running' });
+    await call('workflow_set_state', { execution_id: finished, state: 'abandoned' });
+  });
+
+  for (const [name, viewport] of VIEWPORTS) {
+    it(`${name}: a finished execution shows no old pause reason; a paused one's step waits as paused`, async () => {
+      const done = await open(`${dash.url}executions/${finished}`, viewport);
+      expect(await done.page.locator('#state').textContent()).toContain('abandoned');
+      expect(await done.page.locator('#state').textContent()).not.toContain('lunch');
+      await done.page.context().close();
+      const { page, problems } = await open(`${dash.url}executions/${paused}`, viewport);
+      expect((await page.locator('#state').textContent())?.trim()).toBe('paused (lunch)');
+      const current = page.locator('table.timeline tr.step-row.current');
+      expect(await current.locator('.state').textContent()).toBe('paused');
+      expect(await page.locator('table.timeline .state-running').count()).toBe(0);
+      await shot(page, `paused-${name}`);
+      expect(problems).toEqual([]);
+      await page.context().close();
+    });
+
+    it(`${name}: pausing is confirmed calmly, abandoning in red`, async () => {
+      const running = (await call('workflow_start', { workflow_name: 'durable-demo' })).execution_id;
+      const { page, problems } = await open(`${dash.url}executions/${running}`, viewport);
+      await page.click('a.action-pause');
+      await page.waitForSelector('form.confirm');
+      expect(await page.locator('form.confirm').getAttribute('class')).toBe('confirm');
+      const calm = page.locator('form.confirm button[type="submit"]');
+      expect(await calm.getAttribute('class')).toBe('primary');
+      expect(await calm.evaluate((b) => getComputedStyle(b).backgroundColor)).toBe('rgb(37, 99, 235)');
+      expect(await page.locator('form.confirm').evaluate((f) => getComputedStyle(f).backgroundColor)).toBe(
+        'rgb(239, 246, 255)',
+      );
+      await page.click('a.action-abandon');
+      await page.waitForSelector('form.confirm-danger');
+      const red = page.locator('form.confirm button[type="submit"]');
+      expect(await red.evaluate((b) => getComputedStyle(b).backgroundColor)).toBe('rgb(185, 28, 28)');
+      expect(problems).toEqual([]);
+      await page.context().close();
+    });
+
+    it(`${name}: every page fits the screen, header whole, no sideways scrolling (also at 420 px)`, async () => {
+      const widths = name === 'phone' ? [viewport, { width: 420, height: 900 }] : [viewport];
+      for (const size of widths) {
+        for (const path of ['', `executions/${paused}`, 'tasks', 'workflows', 'workflows/loops-demo']) {
+          const { page, problems } = await open(`${dash.url}${path}`, size);
+          const measured = await overflow(page);
+          expect({ path, size: size.width, ...measured }).toEqual({
+            path,
+            size: size.width,
+            scroll: size.width,
+            width: size.width,
+            wide: [],
+          });
+          const header = await page.locator('header.top').boundingBox();
+          expect(header?.width).toBeLessThanOrEqual(size.width);
+          for (const link of await page.locator('header.top a').all()) {
+            const box = await link.boundingBox();
+            expect(box && box.x + box.width, `${path} header link`).toBeLessThanOrEqual(size.width);
+          }
+          if (size.width === 390) await shot(page, `phone-${path.replaceAll('/', '-') || 'executions'}`);
+          expect(problems).toEqual([]);
+          await page.context().close();
+        }
+      }
+    });
+
+    it(`${name}: executions show durations and relative times, and are found by id or workflow`, async () => {
+      const { page, problems } = await open(dash.url, viewport);
+      const row = page.locator(`tr[data-execution="${finished}"]`);
+      expect(await row.locator('td.duration').textContent()).toMatch(/^\d+(\.\d)? ?(ms|s|min)/);
+      expect(await page.locator(`tr[data-execution="${paused}"] td.duration`).textContent()).toMatch(
+        /so far$/,
+      );
+      const updated = row.locator('time').last();
+      expect(await updated.textContent()).toMatch(/^(just now|\d+ (s|min) ago)$/);
+      expect(await updated.getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+      // An execution id opens it.
+      await page.fill('input[name="q"]', paused);
+      await page.click('form.search button');
+      await page.waitForURL(`**/executions/${paused}`);
+      // A part of one workflow's id lists its executions.
+      await page.goto(dash.url);
+      await page.fill('input[name="q"]', 'loops');
+      await page.click('form.search button');
+      await page.waitForURL((url) => url.searchParams.get('workflow') === 'loops-demo');
+      const workflows = await page.locator('tr[data-execution] td:nth-child(2)').allTextContents();
+      expect(new Set(workflows)).toEqual(new Set(['loops-demo']));
+      // Several matches are offered; a typo gets the nearest.
+      await page.goto(`${dash.url}?q=demo`);
+      expect(await page.locator('.notice a').allTextContents()).toEqual(['durable-demo', 'loops-demo']);
+      await page.goto(`${dash.url}?q=durabel-demo`);
+      expect(await page.locator('.notice').textContent()).toContain('Did you mean durable-demo?');
+      expect(problems).toEqual([]);
+      await page.context().close();
+    });
+
+    it(`${name}: a workflow links to its executions; details read as tables, not JSON`, async () => {
+      const { page, problems } = await open(`${dash.url}workflows/durable-demo`, viewport);
+      await page.click('#executions-of');
+      await page.waitForURL((url) => url.searchParams.get('workflow') === 'durable-demo');
+      const workflows = await page.locator('tr[data-execution] td:nth-child(2)').allTextContents();
+      expect(workflows.length).toBeGreaterThan(0);
+      expect(new Set(workflows)).toEqual(new Set(['durable-demo']));
+      const started = await call('workflow_start', {
+        workflow_name: 'durable-demo',
+        context: { team: 'core' },
+      });
+      await page.goto(`${dash.url}executions/${started.execution_id}`);
+      await page.click('#context summary');
+      expect(await page.locator('#context table.kv th').allTextContents()).toContain('team');
+      expect(await page.locator('#context pre.json').count()).toBe(0);
+      expect(await page.locator('#telemetry dl.pairs').count()).toBeGreaterThan(0);
+      expect(await page.locator('#telemetry code').filter({ hasText: /^\{/ }).count()).toBe(0);
+      expect(problems).toEqual([]);
+      await page.context().close();
+    });
+
+    it(`${name}: runs say cancelled once, never show agent instructions, and one page has no pager arrows`, async () => {
+      const waiting = await runTask('durable-demo');
+      const dropped = await runTask('loops-demo');
+      await call('workflow_cancel', { operation_id: dropped, confirm: true, reason: 'by mistake' });
+      const { page, problems } = await open(`${dash.url}tasks`, viewport);
+      await expect
+        .poll(() => page.locator(`tr[data-task="${waiting}"]`).getAttribute('data-status'), {
+          timeout: 10_000,
+        })
+        .toBe('input_required');
+      const text = await page.locator('#tasks').innerText();
+      expect(text).not.toContain('canceled');
+      expect(await page.locator(`tr[data-task="${dropped}"] .state`).allTextContents()).toEqual([
+        'cancelled',
+      ]);
+      const progress = await page.locator(`tr[data-task="${waiting}"] .task-summary`).innerText();
+      expect(progress).toContain('waiting for the agent');
+      expect(progress).not.toMatch(/workflow_next_step|continuation token|input request/);
+      expect(await page.locator('.pager a').count()).toBe(0);
+      expect(await page.locator('.pager').innerText()).not.toMatch(/[←→]/);
+      await page.goto(`${dash.url}?workflow=loops-demo`);
+      expect(await page.locator('.pager').innerText()).not.toMatch(/[←→]/);
+      await shot(page, `runs-${name}`);
+      expect(problems).toEqual([]);
+      await page.context().close();
+      await call('workflow_cancel', { operation_id: waiting, confirm: true });
+    });
+  }
 });
 
 describe('MCP App view in a host', () => {

@@ -229,7 +229,8 @@ describe('workflowlookup dashboard', () => {
     expect(odd.body).not.toMatch(/native code|class="notice|class="confirm/);
     const after = await get(`/executions/${id}?notice=paused`);
     expect(after.body).toContain('The execution is paused.');
-    expect(after.body).toContain('(paused: lunch)');
+    // The reason of the state it is in, without repeating the state.
+    expect(after.body).toContain('state-paused">paused</span> <span class="muted">(lunch)</span>');
     // A second pause is a conflict, reported without a stack trace or echo.
     expect((await post({ state: 'paused', csrf })).headers.location).toBe(
       `/executions/${id}?notice=conflict`,

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import { commandReference } from '../src/cli/commands.js';
-import { ENVIRONMENT, loadConfig } from '../src/config.js';
+import { ENVIRONMENT, loadConfig, PROFILES, TOOL_GROUPS } from '../src/config.js';
 import type { ToolDefinition } from '../src/faces/tool.js';
 import { aliasRows } from '../src/protocol/aliases.js';
 import { ERROR_TABLE, RpcCode } from '../src/protocol/error-mapping.js';
@@ -35,6 +35,21 @@ function aliasTable(tools: readonly ToolDefinition[]): string {
   ].join('\n');
 }
 
+/** The tool groups, what each is for and its tools, from the groups the app gives each tool. */
+function groupTable(tools: readonly ToolDefinition[]): string {
+  return [
+    '| group | for | tools |',
+    '| --- | --- | --- |',
+    ...PROFILES.map(
+      (group) =>
+        `| \`${group}\` | ${cell(TOOL_GROUPS[group])} | ${tools
+          .filter((t) => t.groups?.includes(group))
+          .map((t) => `\`${t.name}\``)
+          .join(', ')} |`,
+    ),
+  ].join('\n');
+}
+
 /** What each JSON-RPC code means; the error codes under each come from the error table. */
 const RPC_MEANINGS: Record<number, string> = {
   [RpcCode.ParseError]: 'Parse error (invalid JSON; `id: null`, `data.details`)',
@@ -46,8 +61,9 @@ const RPC_MEANINGS: Record<number, string> = {
     'Invalid params (`data.details`, e.g. `workflowId is required`; an unknown argument names the closest ones)',
   [RpcCode.InternalError]: 'Internal error (details in the server log, under `data.correlation_id`)',
   [RpcCode.ServerError]:
-    'Unsupported protocol version (`data.supportedVersions`, `data.requestedVersion`); a command step that failed (`data.reason`)',
-  [RpcCode.WorkflowNotFound]: 'Workflow not found (`data.workflowId`)',
+    'Unsupported protocol version (`data.supportedVersions`, `data.requestedVersion`); a command step that failed (`data.reason`); a sampling request the client refused or failed (`data.details`); `Too many subscriptions` or `Too many tasks` (`data.limit`, `data.details`, see Limits)',
+  [RpcCode.WorkflowNotFound]:
+    'Workflow not found (`data.workflowId`; `data.did_you_mean`: the nearest ids, when an id is misspelled or cut short)',
   [RpcCode.InvalidWorkflow]:
     'Invalid workflow (`data.violations`, `data.file`); also a schema rule whose JSON Schema does not compile, and a submitted manifest that does not validate',
   [RpcCode.StepNotFound]:
@@ -58,7 +74,7 @@ const RPC_MEANINGS: Record<number, string> = {
   [RpcCode.StorageError]:
     'Storage error: the execution store cannot be opened; a workflow from a read-only source cannot be changed; the runtime dir is not writable or the disk is full',
   [RpcCode.SecurityError]:
-    'Security error: forged, altered or malformed token; `Token expired` with where to get a fresh one; a path outside the runtime dir',
+    'Security error: forged, altered or malformed token; `Token expired` with where to get a fresh one; a path outside the runtime dir; `Insufficient scope` for a resource (`data.required_scope`)',
   [RpcCode.MissingClientCapability]:
     'Missing required client capability (`data.requiredCapabilities`): the tasks extension on 2026-07-28, sampling or elicitation for an orchestration',
 };
@@ -144,6 +160,20 @@ describe('docs stay true', () => {
   it('the README alias table lists every alias the tools declare, beside its canonical name', () => {
     expect(aliasRows(tools).length).toBeGreaterThan(30);
     generated('aliases', () => aliasTable(tools));
+  });
+
+  it('the README tool group table is the grouping the server lists (npm run docs rewrites it)', () => {
+    // Every tool but workflow_tools (core only) is in exactly one group besides core; task tools share one.
+    for (const t of tools.filter((t) => t.name !== 'workflow_tools'))
+      expect(
+        t.groups?.filter((g) => g !== 'core'),
+        t.name,
+      ).toHaveLength(1);
+    const group = (name: string) => tools.find((t) => t.name === name)?.groups?.find((g) => g !== 'core');
+    for (const name of ['workflow_run', 'workflow_cancel', 'workflow_author_and_run', 'workflow_execute'])
+      expect(group(name), name).toBe('tasks');
+    expect(group('workflow_purge_history')).toBe('executions');
+    generated('groups', () => groupTable(tools));
   });
 
   it('the README error tables are the error mapping: every error_code and its JSON-RPC code', () => {

@@ -49,6 +49,8 @@ describe('structured errors (seed 003 §10)', () => {
     await expectError('workflow_get', { id: 'broken-schema' });
     await expectError('workflow_validate', { workflowId: 'rules-demo', stepId: 'ghost-step', output: 'x' });
     await expectError('workflow_get', {});
+    // A forEach whose list was never given: PRECONDITION_FAILED, never a silent skip.
+    await expectError('workflow_next', { workflowId: 'loops-demo', completedSteps: ['intro', 'retry-loop'] });
     await expectError('workflow_resume', { execution_id: 'ghost' });
     const started = await rpc('workflow_start', { workflow_name: 'durable-demo' });
     await expectError('workflow_set_state', { execution_id: started.execution_id, state: 'running' });
@@ -113,6 +115,41 @@ describe('structured errors (seed 003 §10)', () => {
     });
     await rpc('tasks/cancel', { taskId: waiting.task.taskId });
     await expectError('tasks/result', { taskId: waiting.task.taskId });
+
+    // A client that refuses the sampling request a repair sends it.
+    const sampler = new RawServer({ env: sb.env, cwd: sb.project });
+    try {
+      await sampler.request('init', 'initialize', {
+        protocolVersion: '2025-11-25',
+        capabilities: { sampling: {} },
+        clientInfo: { name: 'refuses-sampling', version: '1.0.0' },
+      });
+      const repair = await rpc(
+        'tools/call',
+        {
+          name: 'workflow_repair_and_rerun',
+          arguments: { manifest: yaml('needs-repair', 'x') },
+          task: { ttl: 60_000 },
+        },
+        sampler,
+      );
+      let asked: Json | undefined;
+      for (let i = 0; asked === undefined && i < 200; i++) {
+        asked = sampler.lines
+          .map((l) => JSON.parse(l) as Json)
+          .find((m) => m.method === 'sampling/createMessage');
+        if (asked === undefined) await new Promise((r) => setTimeout(r, 25));
+      }
+      sampler.send({ jsonrpc: '2.0', id: asked?.id, error: { code: -1, message: 'User rejected sampling' } });
+      // A task's tool error is its result (isError), carrying the same structured error.
+      const failed = await rpc('tasks/result', { taskId: repair.task.taskId }, sampler);
+      expect(failed.isError).toBe(true);
+      const refusal = failed.structuredContent.error as Json;
+      seen.set(refusal.data.error_code, refusal);
+      answeredBy.set(refusal.data.error_code, sampler);
+    } finally {
+      sampler.kill();
+    }
 
     // A data dir that cannot be created: the execution store cannot open.
     const blocked = sandbox();

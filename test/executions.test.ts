@@ -55,12 +55,13 @@ describe('workflow_start / workflow_next_step', () => {
     expect(started.agent_content).toContain('# Architect');
     expect(started.agent_content).toContain('Write the design.');
     expect(started.guidance).toEqual({ modelHint: expect.any(String), requiresConfirmation: false });
-    // Every value is said once: the prompt, its title and criteria in agent_content, the token in next.
+    // The prompt, its title and criteria once, in agent_content; the token in seed 004's new_token and
+    // in the ready-to-send call of next.
     const text = JSON.stringify(started);
     expect(text.split('Write the design.')).toHaveLength(2);
     expect(text.split('The summary must describe the design')).toHaveLength(2);
-    expect(text.split(tokenOf(started))).toHaveLength(2);
-    expect(started).not.toHaveProperty('new_token');
+    expect(text.split(tokenOf(started))).toHaveLength(3);
+    expect(started.new_token).toBe(tokenOf(started));
     expect(started).not.toHaveProperty('step');
     expect(started.next).toEqual([
       {
@@ -309,7 +310,8 @@ describe('state machine', () => {
     const back = await call(unpaused.next[0].tool, unpaused.next[0].arguments);
     expect(tokenOf(back)).toBe(tokenOf(started));
     await call('workflow_set_state', { execution_id: id, state: 'paused' });
-    const invalid = await call('workflow_set_state', { execution_id: id, state: 'completed' });
+    // (completed and failed are never the agent's to set: test/protocol-edges.test.ts)
+    const invalid = await call('workflow_set_state', { execution_id: id, state: 'diverged' });
     expect(invalid.error).toMatchObject({
       code: -32005,
       data: { state: 'paused', allowed: ['running', 'abandoned'] },
@@ -361,7 +363,7 @@ describe('resume after a context reset', () => {
       workflow_id: 'durable-demo',
     });
     expect(tokenOf(resumed)).toBe(tokenOf(started));
-    expect(resumed).not.toHaveProperty('continuation_token');
+    expect(resumed.continuation_token).toBe(tokenOf(started));
     expect(found.executions[0]).toMatchObject({ workflow_id: 'durable-demo' });
     expect(found.next[0]).toMatchObject({ tool: 'workflow_resume' });
     const resource = await read('workflowlookup://workflow/current_step/resume-me');

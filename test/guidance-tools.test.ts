@@ -108,6 +108,30 @@ describe('workflow_get', () => {
     });
   });
 
+  it('a misspelled or shortened id gets a did-you-mean, and the call that shows the workflow', async () => {
+    const res = await call('workflow_get', { id: 'coding-task' });
+    expect(res.error).toMatchObject({
+      code: -32001,
+      message: 'Workflow not found',
+      data: {
+        workflowId: 'coding-task',
+        did_you_mean: ['coding-task-workflow'],
+        message: 'Workflow not found; did you mean "coding-task-workflow"?',
+        suggested_action: expect.stringContaining('Did you mean "coding-task-workflow"?'),
+        next: [
+          { tool: 'workflow_get', arguments: { workflow_id: 'coding-task-workflow' } },
+          { tool: 'workflow_list', arguments: {} },
+        ],
+      },
+    });
+    const typo = await call('workflow_next', { workflowId: 'loops-demp', completedSteps: [] });
+    expect(typo.error.data.did_you_mean).toEqual(['loops-demo']);
+    // Nothing near: no guess.
+    expect((await call('workflow_get', { id: 'zzzzzz-qqqq' })).error.data).not.toHaveProperty('did_you_mean');
+    const start = await client.callTool({ name: 'workflow_start', arguments: { workflow_id: 'mr-review' } });
+    expect((start.structuredContent as Json).error.data.did_you_mean).toEqual(['mr-review-workflow']);
+  });
+
   it('gives -32002 with violations for a broken definition', async () => {
     const res = await call('workflow_get', { id: 'broken-schema' });
     expect(res.error.code).toBe(-32002);
@@ -253,8 +277,8 @@ describe('workflow_next loops', () => {
     expect(res.context._loops).toBeUndefined();
   });
 
-  it('stops an until loop at maxIterations and skips loops whose inputs are absent', async () => {
-    const { seen } = await walk({});
+  it('stops an until loop at maxIterations; an empty list runs no iteration, a missing one refuses to go on', async () => {
+    const { seen } = await walk({ review: { files: [] } });
     expect(seen).toEqual([
       'intro',
       'fix#1',
@@ -265,13 +289,46 @@ describe('workflow_next loops', () => {
       'run-tests#3',
       'outro',
     ]);
+    // No list at all: WorkRail's PRECONDITION_FAILED, never a silent skip; its next asks for the list.
+    const missing = await call('workflow_next', {
+      workflowId: 'loops-demo',
+      completedSteps: ['intro', 'retry-loop'],
+      context: { testsPassing: true },
+    });
+    expect(missing.error).toMatchObject({
+      code: -32602,
+      data: {
+        error_code: 'PRECONDITION_FAILED',
+        variable: 'review.files',
+        loopId: 'files-loop',
+        message: "forEach loop 'files-loop' requires an array in context['review.files']; it is not set",
+        next: [
+          {
+            tool: 'workflow_next',
+            arguments: {
+              workflowId: 'loops-demo',
+              completedSteps: ['intro', 'retry-loop'],
+              context: { testsPassing: true },
+            },
+            fill: { 'context.review.files': expect.stringContaining('an array') },
+          },
+        ],
+      },
+    });
+    const wrong = await call('workflow_next', {
+      workflowId: 'loops-demo',
+      completedSteps: ['intro', 'retry-loop'],
+      context: { testsPassing: true, review: { files: 'a.ts' } },
+    });
+    expect(wrong.error.data.message).toMatch(/got string "a.ts"/);
+    expect(wrong.error.data.next[0].arguments.context).toEqual({ testsPassing: true, review: {} });
   });
 
   it('tells the agent when a loop stopped at maxIterations without meeting its condition', async () => {
     const res = await call('workflow_next', {
       workflowId: 'loops-demo',
       completedSteps: ['intro', 'fix', 'run-tests'],
-      context: { _loops: { 'retry-loop': { iteration: 3 } }, testsPassing: false },
+      context: { _loops: { 'retry-loop': { iteration: 3 } }, testsPassing: false, review: { files: [] } },
     });
     expect(res.step.id).toBe('outro');
     expect(res.notices).toEqual([
@@ -281,7 +338,7 @@ describe('workflow_next loops', () => {
     const passed = await call('workflow_next', {
       workflowId: 'loops-demo',
       completedSteps: ['intro', 'fix', 'run-tests'],
-      context: { _loops: { 'retry-loop': { iteration: 3 } }, testsPassing: true },
+      context: { _loops: { 'retry-loop': { iteration: 3 } }, testsPassing: true, review: { files: [] } },
     });
     expect(passed.notices).toBeUndefined();
   });
@@ -331,8 +388,8 @@ describe('workflow_validate', () => {
       valid: false,
       issues: ['Must mention authentication'],
       suggestions: [
-        'Describe how requests are authenticated.',
         'Review validation criteria and adjust output accordingly.',
+        'Describe how requests are authenticated.',
       ],
     });
   });

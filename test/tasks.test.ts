@@ -47,6 +47,16 @@ const BROKEN_API = lines(
   'steps:',
   '  - { id: fetch-boom, title: Fetch, run: tasks-api get-task, with: { taskId: boom } }',
 );
+const ASK_MODE = lines(
+  'id: ask-mode',
+  'name: A choice, then a path',
+  'description: The first answer sets the mode that decides the next step',
+  'version: 1.0.0',
+  'steps:',
+  '  - { id: choose, title: Choose, prompt: "Choose the mode, fast or slow, and report mode in the context." }',
+  '  - { id: slow-path, title: Slowly, prompt: Go slowly., runCondition: { var: mode, equals: slow } }',
+  '  - { id: done, title: Done, prompt: Finish. }',
+);
 const ASK = lines(
   'id: ask-agent',
   'name: One agent step',
@@ -67,7 +77,7 @@ beforeAll(async () => {
     });
   });
   env = apiEnv(sb, api);
-  await setUpWorkflows(sb, env, api, [SLOW_REVIEW, SLOW_ONLY, BROKEN_API, ASK]);
+  await setUpWorkflows(sb, env, api, [SLOW_REVIEW, SLOW_ONLY, BROKEN_API, ASK, ASK_MODE]);
 });
 afterEach(() => {
   for (const c of clients.splice(0)) c.close();
@@ -201,6 +211,15 @@ describe('MCP tasks (2025-11-25)', () => {
     const snapshot = waiting._meta[STATUS];
     expect(snapshot).toMatchObject({ step_id: 'answer', state: 'running' });
     expect(waiting.statusMessage).toContain('workflow_next_step');
+    // The status carries the step's text and the call to send, as the durable answers do.
+    expect(snapshot.agent_content).toContain('Say something.');
+    expect(snapshot.next).toEqual([
+      {
+        tool: 'workflow_next_step',
+        arguments: { token: snapshot.continuation_token },
+        fill: { 'output.summary': expect.stringContaining('"answer"') },
+      },
+    ]);
     expect(c.requests('elicitation/create')).toEqual([]);
     const rejected = await c.rpc('workflow_next_step', {
       token: snapshot.continuation_token,
@@ -220,6 +239,31 @@ describe('MCP tasks (2025-11-25)', () => {
     expect(result.result.structuredContent).toMatchObject({
       state: 'succeeded',
       steps: [{ step_id: 'answer' }],
+    });
+  });
+
+  it('asks through elicitation for the context variables a step must set, and takes the path they imply', async () => {
+    const c = await client({ elicitation: { form: {} } });
+    c.onRequest = (method, params) =>
+      method === 'elicitation/create' && params._meta?.[RELATED]
+        ? {
+            action: 'accept',
+            content: params.requestedSchema.properties.mode
+              ? { summary: 'Slow it is.', mode: 'slow' }
+              : { summary: 'Done.' },
+          }
+        : undefined;
+    const created = await c.rpc('tools/call', runArgs('ask-mode'));
+    const result = await c.rpc('tasks/result', { taskId: created.result.task.taskId });
+    expect(result.result.structuredContent.steps.map((s: Json) => s.step_id)).toEqual([
+      'choose',
+      'slow-path',
+      'done',
+    ]);
+    const [first] = c.requests('elicitation/create');
+    expect(first?.params.requestedSchema).toMatchObject({
+      properties: { mode: { type: 'string', enum: ['fast', 'slow'] } },
+      required: ['summary'],
     });
   });
 

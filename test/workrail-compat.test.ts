@@ -58,7 +58,7 @@ describe('WorkRail workflows', () => {
       },
     );
     expect(res.status).toBe(0);
-    expect(res.stdout).toContain('5 of 5 files validate with zero errors.');
+    expect(res.stdout).toContain('6 of 6 files validate with zero errors.');
     expect(res.stdout).toContain('workrailInert:metricsProfile');
   });
 
@@ -165,6 +165,50 @@ describe('WorkRail workflows', () => {
     expect(refused.valid).toBe(false);
     expect(refused.issues[0]).toContain('no loop-control artifact');
     expect((await check(loopControl('stop'))).valid).toBe(true);
+  });
+
+  it('handoff contracts are enforced as in WorkRail, and their shape is in the step text', async () => {
+    const started = await call('workflow_start', { workflow_id: 'wr.handoff-demo' });
+    expect(started.agent_content).toContain('Artifact wr.coding_handoff: version: 1; keyDecisions: string[]');
+    const missing = await submit(started, 'Built it.');
+    expect(missing).toMatchObject({ success: false, step_name: 'build' });
+    expect(missing.validation.issues).toEqual([
+      'the output carries no "wr.coding_handoff" artifact (wr.contracts.coding_handoff)',
+    ]);
+    expect(missing.validation.suggestions[0]).toContain('"kind":"wr.coding_handoff"');
+    const handoff = { kind: 'wr.coding_handoff', version: 1, keyDecisions: ['Cedar'], knownLimitations: [] };
+    const send = (answer: Json, artifacts: Json[]) =>
+      call('workflow_next_step', { token: tokenOf(answer), output: { summary: 'Built it.', artifacts } });
+    const incomplete = await send(missing, [handoff]);
+    expect(incomplete.success).toBe(false);
+    expect(incomplete.validation.issues).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^wr\.coding_handoff\.testsAdded: /)]),
+    );
+    const wrongKind = await send(incomplete, [{ kind: 'wr.review_verdict', verdict: 'clean' }]);
+    expect(wrongKind.validation.issues[0]).toContain('kind "wr.review_verdict"');
+    const inspect = await send(wrongKind, [{ ...handoff, testsAdded: [], filesChanged: ['roof.txt'] }]);
+    expect(inspect.step_name).toBe('inspect');
+    expect(inspect.agent_content).toContain('Artifact wr.review_verdict (optional)');
+    // Optional: no artifact passes; a malformed one does not.
+    const bad = await send(inspect, [{ kind: 'wr.review_verdict', verdict: 'fine' }]);
+    expect(bad.success).toBe(false);
+    const hang = await submit(bad, 'Looks sturdy.');
+    expect(hang.step_name).toBe('hang');
+    const history = await client.readResource({
+      uri: `workflowlookup://workflow/workflow_artifacts/${started.execution_id}/build`,
+    });
+    expect(JSON.parse((history.contents[0] as { text: string }).text)[0]).toMatchObject({
+      name: 'wr.coding_handoff',
+      artifact_type: 'data',
+      content_type: 'application/json',
+    });
+    // The stateless step check reads the artifact from the output text.
+    const check = await call('workflow_validate', {
+      workflowId: 'wr.handoff-demo',
+      stepId: 'build',
+      output: artifacts({ ...handoff, testsAdded: [], filesChanged: [] }),
+    });
+    expect(check).toEqual({ valid: true, issues: [], suggestions: [] });
   });
 
   it('assessments are checked on submit and a low level requires a follow-up on the same step', async () => {

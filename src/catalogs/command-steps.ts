@@ -45,6 +45,14 @@ export interface RunOptions {
   onRequest?: (call: HttpCall & { poll: number }) => void;
 }
 
+/** What the runner needs of the catalogs: the catalog service, or the workflow tests' canned answers. */
+export type CommandCalls = Pick<CatalogService, 'ready' | 'resolve' | 'call'>;
+
+export interface CommandRunnerOptions {
+  /** Waits between the polls of `repeat` (default: a real timer; the workflow tests do not wait). */
+  sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+}
+
 export interface StepRun extends CommandResult {
   command: string;
   polls: number;
@@ -58,8 +66,9 @@ export interface StepRun extends CommandResult {
  */
 export class CommandStepRunner {
   constructor(
-    private readonly catalogs: CatalogService,
+    private readonly catalogs: CommandCalls,
     private readonly engine: ValidationEngine,
+    private readonly options: CommandRunnerOptions = {},
   ) {}
 
   /**
@@ -152,7 +161,7 @@ export class CommandStepRunner {
       }
       options.onProgress?.(`${step.id}: condition not met after poll ${polls}; polling again in ${wait} ms`);
       try {
-        await sleep(wait, signal);
+        await (this.options.sleep ?? sleep)(wait, signal);
       } catch {
         return failed('cancelled', 'cancelled while polling');
       }

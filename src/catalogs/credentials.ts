@@ -163,11 +163,14 @@ export function secretForms(secret: string): string[] {
 
 export const REDACTED = '***';
 
-/** Replaces every form of the given secrets with ***, in text and in any JSON value. */
+/** Replaces every form of the given secrets with *** (or `marker`), in text and in any JSON value. */
 export class Scrubber {
   private readonly forms: string[];
 
-  constructor(secrets: Iterable<string>) {
+  constructor(
+    secrets: Iterable<string>,
+    private readonly marker = REDACTED,
+  ) {
     const all = new Set<string>();
     for (const s of secrets) for (const f of secretForms(s)) all.add(f);
     this.forms = [...all].sort((a, b) => b.length - a.length);
@@ -179,7 +182,7 @@ export class Scrubber {
 
   text(value: string): string {
     let out = value;
-    for (const form of this.forms) if (out.includes(form)) out = out.split(form).join(REDACTED);
+    for (const form of this.forms) if (out.includes(form)) out = out.split(form).join(this.marker);
     return out;
   }
 
@@ -189,7 +192,7 @@ export class Scrubber {
     if (typeof value === 'string') return this.text(value);
     if (typeof value === 'number' || typeof value === 'bigint') {
       const text = String(value);
-      return this.text(text) === text ? value : REDACTED;
+      return this.text(text) === text ? value : this.marker;
     }
     if (Array.isArray(value)) return value.map((v) => this.value(v));
     if (value !== null && typeof value === 'object') {

@@ -38,7 +38,8 @@ export interface CommandSpec {
 
 export const COMMAND_SPECS = {
   serve: {
-    usage: 'serve [--http [--host H] [--port P] [--path /mcp]] [--stdio] [--tools LIST]',
+    usage:
+      'serve [--http [--host H] [--port P] [--path /mcp] [--conformance-fixtures]] [--stdio] [--tools LIST]',
     summary: 'run the MCP server: on stdio (the default), over Streamable HTTP, or both',
     options: {
       http: {
@@ -60,7 +61,11 @@ export const COMMAND_SPECS = {
       tools: {
         type: 'string',
         value: 'LIST',
-        help: `tool groups to list: ${PROFILES.join(', ')} or all (env WORKFLOWLOOKUP_TOOLS)`,
+        help: `tool groups to list besides core (always listed): ${PROFILES.filter((p) => p !== 'core').join(', ')} or all, comma-separated (env WORKFLOWLOOKUP_TOOLS)`,
+      },
+      'conformance-fixtures': {
+        type: 'boolean',
+        help: "with --http: also serve the MCP conformance suite's reference tools, prompts and resources (for `npm run conformance` only)",
       },
       ...SOURCE_OPTIONS,
     },
@@ -87,6 +92,16 @@ export const COMMAND_SPECS = {
     summary: 'check workflow files the way the server does, warnings included (exit 1 on any error)',
     options: { json: { type: 'boolean', help: 'print one report per file as JSON' } },
   },
+  test: {
+    usage: 'test [--json] [paths...]',
+    summary:
+      "run the tests beside workflows (<id>.test.yaml) through the server's engine, with coverage (exit 1 on a failure, 2 on a malformed file)",
+    options: {
+      json: { type: 'boolean', help: 'print every scenario, its result and the coverage as JSON' },
+      // paths: test files, workflow files (their tests beside them) or directories; none: every source.
+      ...SOURCE_OPTIONS,
+    },
+  },
   init: {
     usage: 'init',
     summary: 'create ./.workflowlookup/workflows with a sample workflow',
@@ -109,16 +124,24 @@ export const COMMAND_SPECS = {
   },
   export: {
     usage: 'export [--store DIR|URL] [--out FILE]',
-    summary: 'write every execution as JSON lines (a backup, or to move between SQLite and PostgreSQL)',
+    summary:
+      'write every execution as JSON lines (a backup, or to move between SQLite and PostgreSQL), after a header naming the token secret (a fingerprint, never the secret)',
     options: {
       store: STORE_OPTION,
       out: { type: 'string', value: 'FILE', help: 'write here (default stdout)' },
     },
   },
   import: {
-    usage: 'import FILE|- [--store DIR|URL]',
-    summary: 'read executions that export wrote; those already present are kept as they are',
-    options: { store: STORE_OPTION },
+    usage: 'import FILE|- [--store DIR|URL] [--new-tokens]',
+    summary:
+      'read executions that export wrote; those already present are kept as they are. Refused (exit 2, nothing written) when the target signs tokens with another secret than the source did',
+    options: {
+      store: STORE_OPTION,
+      'new-tokens': {
+        type: 'boolean',
+        help: 'import even so: live tokens become invalid and agents get fresh ones from workflow_resume',
+      },
+    },
   },
   token: {
     usage: 'token add NAME [--scopes read,run] [--principal P] | token list | token remove NAME',

@@ -1,5 +1,11 @@
+import module from 'node:module';
 import { setFlagsFromString } from 'node:v8';
-import { startPrelude } from '../transports/stdio-prelude.js';
+
+// Node ≥ 22.1 keeps V8's compiled code of every module it loads on disk (in NODE_COMPILE_CACHE, else
+// <tmpdir>/node-compile-cache) and reuses it on the next start instead of compiling the bundle again.
+// Enabled before anything of ours loads, so every chunk is covered; NODE_DISABLE_COMPILE_CACHE=1 turns it
+// off. What it buys is measured by bench/compile-cache.mjs (README, "Start-up").
+(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 // Clients launch `node dist/cli.js` with no node flags. Size-optimised V8 keeps peak RSS under 100 MB
 // through bursts of calls (bench/), so it is switched on here, before anything much is allocated.
@@ -21,6 +27,7 @@ setFlagsFromString('--max-inlined-bytecode-size=230');
 const argv = process.argv.slice(2);
 // A stdio client gets `initialize` and `tools/list` answered from the answers recorded at build time
 // while the rest of the server loads (see stdio-prelude.ts); everything else waits for the server.
+const { startPrelude } = await import('../transports/stdio-prelude.js');
 const prelude = startPrelude(argv, process.env, new URL('./prelude.json', import.meta.url));
 
 // While the server loads, a stop signal ends a process that holds nothing yet, as the server would.

@@ -22,19 +22,30 @@ import {
   loadConfig,
   loadHttpSettings,
   parsePort,
+  storeTargetOf,
 } from '../config.js';
 import { ValidationEngine } from '../engine/validation-engine.js';
+import { existingTokenSecret, type SigningSecret, secretFingerprint } from '../executions/tokens.js';
 import type { Violation } from '../model/violation.js';
 import { workflowJsonSchema } from '../model/workflow.js';
+import { isPostgresUrl } from '../store/open-store.js';
 import { DATABASE_FILE, refuseDamagedFile, StoreFileError } from '../store/sqlite/sqlite-file.js';
+import type { ExportHeader } from '../store/transfer.js';
 import { addToken, listTokens, parseScopes, removeToken } from '../transports/http-auth.js';
 import { serveAppOnStdio } from '../transports/stdio.js';
 import type { StdioPrelude } from '../transports/stdio-prelude.js';
-import { type CheckPolicy, type CheckReport, checkDefinition, oversize } from '../workflows/check.js';
+import {
+  type CheckPolicy,
+  type CheckReport,
+  checkDefinition,
+  describeViolation,
+  oversize,
+} from '../workflows/check.js';
 import { type DefinitionFormat, formatOf } from '../workflows/parse.js';
 import { PersonaRegistry } from '../workflows/personas.js';
 import { WorkflowRegistry } from '../workflows/registry.js';
 import { COMMAND_SPECS, type CommandSpec, optionLines, TITLE } from './commands.js';
+import { testCommand } from './test-command.js';
 
 const SAMPLE = `# A sample workflow. Edit it, then run: workflowlookup validate .workflowlookup/workflows/*.yaml
 id: my-first-workflow
@@ -66,12 +77,9 @@ steps:
         message: Report that the tests pass
 `;
 
+/** A finding as `workflow_validate_manifest` words it, indented, warnings marked. */
 function printViolation(v: Violation, prefix = ''): string {
-  const where = v.line !== undefined ? ` (line ${v.line}, column ${v.column ?? 0})` : '';
-  const detail = [v.expected ? `expected ${v.expected}` : '', v.actual ? `got ${v.actual}` : '']
-    .filter(Boolean)
-    .join(', ');
-  return `  ${prefix}${v.path || '(root)'}${where}: ${v.message} [${v.rule}]${detail ? ` (${detail})` : ''}`;
+  return `  ${prefix}${describeViolation(v)}`;
 }
 
 /** The policy the server applies (same engine kind, env allow-list and personas), for the CLI's checks. */
@@ -229,7 +237,17 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
   const withHttp = flags.http === true;
   const withStdio = !withHttp || flags.stdio === true;
   const settings = withHttp ? loadHttpSettings(config, httpFlags(flags)) : undefined;
-  const app = createApp(config);
+  if (flags['conformance-fixtures'] && !withHttp) {
+    throw new UsageError('serve', '--conformance-fixtures needs --http (the suite speaks Streamable HTTP)');
+  }
+  // The suite's fixtures are loaded only when asked for: a served workflowlookup never has them.
+  const app = createApp(config, {
+    ...(flags['conformance-fixtures']
+      ? {
+          conformanceFixtures: (await import('../protocol/conformance-fixtures.js')).conformanceFixtures(),
+        }
+      : {}),
+  });
   const stops: (() => void)[] = [];
   const finished: Promise<void>[] = [];
   if (settings) {
@@ -308,28 +326,52 @@ async function dashboard(options: ConfigOptions, flags: Flags): Promise<number> 
 }
 
 /** The store a command acts on: `--store` (a data dir or postgres:// URL), else the configured one. */
-function storeTarget(options: ConfigOptions, flags: Flags): string {
+function storeTarget(
+  options: ConfigOptions,
+  flags: Flags,
+): { config: Config; target: string; dataDir?: string } {
   const config = loadConfig(options);
-  return flags.store ?? config.databaseUrl ?? config.dataDir;
+  const target =
+    flags.store !== undefined
+      ? storeTargetOf(flags.store, '--store', config.cwd)
+      : (config.databaseUrl ?? config.dataDir);
+  return isPostgresUrl(target) ? { config, target } : { config, target, dataDir: target };
+}
+
+/** The secret the servers of a store sign continuation tokens with, if it has one yet. */
+function signingSecretOf(store: { config: Config; dataDir?: string }): SigningSecret | undefined {
+  return existingTokenSecret(store.dataDir, store.config.tokenSecret);
 }
 
 async function migrateCommand(options: ConfigOptions, flags: Flags): Promise<number> {
   const { migrate } = await import('../store/open-store.js');
-  const version = await migrate(storeTarget(options, flags));
+  const version = await migrate(storeTarget(options, flags).target);
   process.stdout.write(`schema version ${version}\n`);
   return 0;
 }
 
 /** Every execution as JSON lines (one bundle each): to move between SQLite and PostgreSQL, or to back up. */
 async function exportCommand(options: ConfigOptions, flags: Flags): Promise<number> {
-  const [{ openExecutionStore }, { exportExecutions }] = await Promise.all([
+  const source = storeTarget(options, flags);
+  // Exporting reads a store; it never creates one where a mistyped path points.
+  if (source.dataDir !== undefined && !existsSync(join(source.dataDir, DATABASE_FILE))) {
+    throw new ConfigError(
+      `export: no execution store in ${source.dataDir} (${DATABASE_FILE} is missing); name a server's data dir or a postgres:// URL with --store`,
+    );
+  }
+  const [{ openExecutionStore }, { exportExecutions, exportHeader }] = await Promise.all([
     import('../store/open-store.js'),
     import('../store/transfer.js'),
   ]);
-  const store = await openExecutionStore(storeTarget(options, flags));
+  const signing = signingSecretOf(source);
+  const store = await openExecutionStore(source.target);
   const out = flags.out ? createWriteStream(flags.out, { mode: 0o600 }) : process.stdout;
   let count = 0;
   try {
+    const header = exportHeader(
+      signing ? { fingerprint: secretFingerprint(signing.secret), source: signing.source } : undefined,
+    );
+    out.write(`${JSON.stringify(header)}\n`);
     for await (const bundle of exportExecutions(store)) {
       if (!out.write(`${JSON.stringify(bundle)}\n`)) await once(out, 'drain');
       count++;
@@ -339,24 +381,93 @@ async function exportCommand(options: ConfigOptions, flags: Flags): Promise<numb
     if (out !== process.stdout) await new Promise<void>((resolve) => (out as WriteStream).end(resolve));
   }
   process.stderr.write(`exported ${count} execution(s)\n`);
+  if (signing !== undefined && count > 0) {
+    process.stderr.write(
+      `Their continuation tokens are signed with ${signing.source === 'WORKFLOWLOOKUP_TOKEN_SECRET' ? 'WORKFLOWLOOKUP_TOKEN_SECRET' : `the secret in ${signing.source}`}. To keep them valid, run import and every server of the target with WORKFLOWLOOKUP_TOKEN_SECRET set to ${signing.source === 'WORKFLOWLOOKUP_TOKEN_SECRET' ? 'the same value' : `that secret: WORKFLOWLOOKUP_TOKEN_SECRET="$(cat ${signing.source})"`}.\n`,
+    );
+  }
   return 0;
+}
+
+/**
+ * Refuses an import whose live tokens the target would reject (TOKEN_INVALID), before anything is
+ * written, and says which secret to configure; `--new-tokens` imports anyway.
+ */
+function checkSigningSecret(
+  header: ExportHeader | undefined,
+  file: string,
+  target: { config: Config; dataDir?: string },
+  newTokens: boolean,
+): void {
+  const wanted = header?.token_secret;
+  if (wanted === undefined || newTokens) return;
+  const have = signingSecretOf(target);
+  if (have !== undefined && secretFingerprint(have.secret) === wanted.fingerprint) return;
+  const from =
+    wanted.source === 'WORKFLOWLOOKUP_TOKEN_SECRET'
+      ? 'the WORKFLOWLOOKUP_TOKEN_SECRET of the servers it was exported from'
+      : `the secret in ${wanted.source} (WORKFLOWLOOKUP_TOKEN_SECRET="$(cat ${wanted.source})")`;
+  throw new ConfigError(
+    `import: the continuation tokens in ${file} were signed with another secret than the target's ${
+      have === undefined ? '(it has none yet)' : `(${have.source})`
+    }, so agents holding them would get TOKEN_INVALID. Set WORKFLOWLOOKUP_TOKEN_SECRET to ${from}, for this import and for every server of the target, then run import again; or pass --new-tokens to import anyway (agents then call workflow_resume {"execution_id": "…"} for a fresh token). Nothing was imported`,
+  );
 }
 
 async function importCommand(rest: string[], options: ConfigOptions, flags: Flags): Promise<number> {
   const [file] = rest;
   if (file === undefined) throw new UsageError('import', 'name the file that export wrote (or - for stdin)');
-  const [{ openExecutionStore }, { importExecutions }] = await Promise.all([
-    import('../store/open-store.js'),
-    import('../store/transfer.js'),
-  ]);
-  const store = await openExecutionStore(storeTarget(options, flags));
+  const target = storeTarget(options, flags);
+  if (file !== '-') {
+    const info = await stat(file).catch((error: NodeJS.ErrnoException) => error);
+    if (info instanceof Error) {
+      throw new ConfigError(
+        `import: cannot read ${file}: ${info.code === 'ENOENT' ? 'no such file' : info.code === 'EACCES' ? 'permission denied' : info.message}; name the file that export wrote (or - for stdin)`,
+      );
+    }
+    if (!info.isFile())
+      throw new ConfigError(`import: ${file} is not a file; name the file that export wrote`);
+  }
+  const [{ openExecutionStore }, { importExecutions, isExportHeader, ExportHeaderSchema }] =
+    await Promise.all([import('../store/open-store.js'), import('../store/transfer.js')]);
   const lines = createInterface({
     input: file === '-' ? process.stdin : createReadStream(file),
     crlfDelay: Infinity,
-  });
-  async function* bundles() {
-    for await (const line of lines) if (line.trim() !== '') yield JSON.parse(line) as unknown;
+  })[Symbol.asyncIterator]();
+  let number = 0;
+  const name = file === '-' ? 'stdin' : file;
+  const nextValue = async (): Promise<{ value: unknown } | undefined> => {
+    for (let line = await lines.next(); !line.done; line = await lines.next()) {
+      number++;
+      if (line.value.trim() === '') continue;
+      try {
+        return { value: JSON.parse(line.value) as unknown };
+      } catch (error) {
+        throw new Error(
+          `${name} line ${number} is not JSON (${(error as Error).message}); is it a file export wrote?`,
+        );
+      }
+    }
+    return undefined;
+  };
+  const first = await nextValue();
+  let header: ExportHeader | undefined;
+  if (first !== undefined && isExportHeader(first.value)) {
+    const parsed = ExportHeaderSchema.safeParse(first.value);
+    if (!parsed.success)
+      throw new ConfigError(`import: ${name} has a header this version cannot read; upgrade workflowlookup`);
+    header = parsed.data;
+  } else if (first !== undefined) {
+    process.stderr.write(
+      `${name} has no header (written by an older export): whether its tokens stay valid depends on WORKFLOWLOOKUP_TOKEN_SECRET being the secret that signed them\n`,
+    );
   }
+  checkSigningSecret(header, name, target, flags['new-tokens'] === true);
+  async function* bundles() {
+    if (first !== undefined && header === undefined) yield first.value;
+    for (let next = await nextValue(); next !== undefined; next = await nextValue()) yield next.value;
+  }
+  const store = await openExecutionStore(target.target);
   try {
     const report = await importExecutions(store, bundles());
     process.stdout.write(
@@ -406,6 +517,7 @@ type Flags = {
   port?: string;
   path?: string;
   tools?: string;
+  'conformance-fixtures'?: boolean;
   'no-bundled'?: boolean;
   'no-user'?: boolean;
   'no-project'?: boolean;
@@ -413,6 +525,7 @@ type Flags = {
   principal?: string;
   store?: string;
   out?: string;
+  'new-tokens'?: boolean;
   help?: boolean;
   version?: boolean;
 };
@@ -428,6 +541,10 @@ const COMMANDS: Record<string, Command> = {
   validate: {
     ...COMMAND_SPECS.validate,
     run: (rest, options, flags) => validateFiles(rest, options, flags.json === true),
+  },
+  test: {
+    ...COMMAND_SPECS.test,
+    run: (rest, options, flags) => testCommand(rest, options, flags.json === true),
   },
   init: { ...COMMAND_SPECS.init, run: () => init() },
   sources: { ...COMMAND_SPECS.sources, run: (_rest, options) => sources(options) },

@@ -9,7 +9,7 @@ import { type App, createApp } from '../app.js';
 import { loadConfig, PROFILES } from '../config.js';
 import { INITIALIZE_VERSIONS } from '../protocol/rules.js';
 import { serveAppOnStdio } from '../transports/stdio.js';
-import type { PreludeAnswers } from '../transports/stdio-prelude.js';
+import { type PreludeAnswers, profilesKey } from '../transports/stdio-prelude.js';
 
 type Json = Record<string, unknown>;
 
@@ -68,9 +68,11 @@ const indexOf = (value: unknown): number => {
   return index;
 };
 const home = mkdtempSync(join(tmpdir(), 'wl-prelude-'));
-for (const key of [...PROFILES, 'all']) {
+// Each group alone beside core (the usual `--tools tasks`), and all of them.
+for (const tools of [...PROFILES, 'all']) {
+  const key = profilesKey(tools);
   const config = loadConfig({
-    tools: key,
+    tools,
     includeUser: false,
     includeProject: false,
     env: { HOME: home, XDG_CONFIG_HOME: join(home, 'config'), WORKFLOWLOOKUP_DATA_DIR: join(home, 'data') },

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { localhostAllowedHostnames, validateHostHeader } from '@modelcontextprotocol/server';
 import type { App } from '../app.js';
 import { DomainFailure } from '../engine/errors.js';
-import { EXECUTION_STATES, type ExecutionState } from '../engine/state-machine.js';
+import { nearestNames } from '../engine/nearest.js';
+import { EXECUTION_STATES, type ExecutionState, type RequestableState } from '../engine/state-machine.js';
 import { LOCAL_PRINCIPAL } from '../executions/execution-model.js';
 import type { ExecutionQueries } from '../executions/execution-queries.js';
 import { ID_PATTERN } from '../model/workflow.js';
@@ -28,6 +29,7 @@ import {
   executionPage,
   executionsPage,
   type ListFilter,
+  type ListView,
   may,
   NOTICES,
   type Notice,
@@ -211,7 +213,12 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
   const viewerOf = options.viewer ?? (() => ({ principal: LOCAL_PRINCIPAL, allPrincipals: true }));
   const assetsDir = options.assetsDir ?? join(app.config.packageRoot, 'dist', 'dashboard');
   const redact = Redactor.forEnvironment(app.config.dataDir, app.config.env, app.config.tokenSecret);
-  const live = new LiveUpdates(queries, (t) => redact.text(t), { log: app.log, ...options.live });
+  const live = new LiveUpdates(queries, (t) => redact.text(t), {
+    log: app.log,
+    maxStreams: app.config.limits.streams,
+    maxStreamsPerPrincipal: app.config.limits.streamsPerPrincipal,
+    ...options.live,
+  });
   // Form tokens: bound to the principal and to the day they were issued (valid for that day and the
   // next). Derived from the configured token secret, so replicas sharing it accept each other's forms;
   // without one, a key of this process.
@@ -292,13 +299,20 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
     };
     const q = await queries();
     const caller = { principal: filter.principal };
+    await registry.ready();
+    const known = registry.list().workflows;
+    const others =
+      ctx.viewer.allPrincipals && filter.principal !== ctx.viewer.principal
+        ? { principal: filter.principal }
+        : {};
+    const search = await find(one(params, 'q'), known, q, caller, filter, others, res);
+    if (search === 'answered') return;
     const [page, counts, newest, principals] = await Promise.all([
       q.page({ ...listFilter, limit, older_than, newer_than }, caller),
       q.counts(listFilter, caller),
       q.page({ limit: 1 }, caller),
       ctx.viewer.allPrincipals ? q.principals() : Promise.resolve(undefined),
     ]);
-    await registry.ready();
     send(
       res,
       200,
@@ -306,12 +320,64 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
         filter,
         page,
         counts,
-        workflows: registry.list().workflows.map((w) => w.id),
+        search,
+        workflows: known.map((w) => w.id),
         ...(principals !== undefined ? { principals } : {}),
         since: newest.executions[0]?.updated_at ?? '',
         position: { older_than, newer_than },
       }),
     );
+  }
+
+  /**
+   * The search box: an execution id the viewer may see opens it; a workflow id or name (or part of one)
+   * that picks one workflow lists its executions; otherwise the page says what matched, or what is near.
+   */
+  async function find(
+    query: string | undefined,
+    known: readonly { id: string; name: string }[],
+    q: ExecutionQueries,
+    caller: { principal: string },
+    filter: ListFilter,
+    principal: { principal?: string },
+    res: ServerResponse,
+  ): Promise<ListView['search'] | 'answered'> {
+    const text = query?.trim() ?? '';
+    if (text === '') return undefined;
+    if (text.length > 200) throw new HttpError(400, 'Search for at most 200 characters.');
+    const execution = await q.status(text, caller).catch((error: unknown) => {
+      if (error instanceof DomainFailure && error.error.code === 'execution_not_found') return undefined;
+      throw error;
+    });
+    if (execution !== undefined) {
+      redirect(res, path(`/executions/${encodeURIComponent(execution.execution_id)}`, principal));
+      return 'answered';
+    }
+    const lower = text.toLowerCase();
+    const matches = known.filter((w) => w.id.includes(lower) || w.name.toLowerCase().includes(lower));
+    if (matches.length === 1 && matches[0] !== undefined) {
+      redirect(
+        res,
+        path('/', {
+          workflow: matches[0].id,
+          state: filter.states.length > 0 ? filter.states.join(',') : undefined,
+          age: filter.age,
+          ...principal,
+        }),
+      );
+      return 'answered';
+    }
+    return {
+      query: text,
+      workflows: matches.slice(0, 20).map((w) => w.id),
+      nearest:
+        matches.length > 0
+          ? []
+          : nearestNames(
+              text,
+              known.map((w) => w.id),
+            ),
+    };
   }
 
   async function executionDetail(ctx: PageContext, id: string, params: URLSearchParams, res: ServerResponse) {
@@ -371,7 +437,7 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
       });
     try {
       const service = await app.services.executions();
-      await service.setState(id, to as ExecutionState, reason || 'from the dashboard', { principal });
+      await service.setState(id, to as RequestableState, reason || 'from the dashboard', { principal });
       live.poke();
       redirect(res, back(to as Notice));
     } catch (error) {
@@ -596,7 +662,7 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
     handle(req, res) {
       // The stylesheet, script and icon hold no data: the sign-in page needs them before anyone is known.
       const viewer = isAsset(req.url) ? ANONYMOUS : viewerOf(req);
-      const ctx: PageContext = { base, viewer: viewer ?? ANONYMOUS, redact, draw: undrawn };
+      const ctx: PageContext = { base, viewer: viewer ?? ANONYMOUS, redact, draw: undrawn, now: Date.now() };
       if (viewer === undefined) {
         send(res, 401, errorPage(ctx, 401, 'Sign in to see the dashboard.'));
         return;

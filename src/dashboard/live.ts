@@ -51,6 +51,8 @@ export interface LiveOptions {
   heartbeatMs?: number;
   /** Open streams allowed at once (default 100); more get 503. */
   maxStreams?: number;
+  /** Open streams of one principal allowed at once (default 20); more get 429. */
+  maxStreamsPerPrincipal?: number;
   log?: (line: string) => void;
 }
 
@@ -77,6 +79,7 @@ export class LiveUpdates {
   private readonly pollMs: number;
   private readonly heartbeatMs: number;
   private readonly maxStreams: number;
+  private readonly maxPerPrincipal: number;
   private readonly unwatch: (() => void)[] = [];
 
   constructor(
@@ -87,6 +90,7 @@ export class LiveUpdates {
     this.pollMs = options.pollMs ?? 250;
     this.heartbeatMs = options.heartbeatMs ?? 15_000;
     this.maxStreams = options.maxStreams ?? 100;
+    this.maxPerPrincipal = options.maxStreamsPerPrincipal ?? 20;
   }
 
   get size(): number {
@@ -117,6 +121,15 @@ export class LiveUpdates {
   ): void {
     if (this.closed) {
       res.writeHead(204).end(); // EventSource does not reconnect after a 204
+      return;
+    }
+    // Per principal first: one principal's pages cannot take every stream from the others.
+    let mine = 0;
+    for (const s of this.streams) if (s.principal === stream.principal) mine++;
+    if (mine >= this.maxPerPrincipal) {
+      res
+        .writeHead(429, { 'retry-after': '5', 'content-type': 'text/plain' })
+        .end(`too many live pages open for ${stream.principal} (at most ${this.maxPerPrincipal})`);
       return;
     }
     if (this.streams.size >= this.maxStreams) {

@@ -50,6 +50,11 @@ export interface PageContext {
   viewer: Viewer;
   redact: Redactor;
   draw: DrawDiagram;
+  /**
+   * The time the page is built (ms since the epoch; default the clock): relative times and running
+   * durations count from it.
+   */
+  now?: number | undefined;
 }
 
 /** Largest artifact or output shown in full; longer ones are cut (the resources have them whole). */
@@ -118,13 +123,38 @@ function as(ctx: PageContext, principal: string): Record<string, string | undefi
   return ctx.viewer.allPrincipals && principal !== ctx.viewer.principal ? { principal } : {};
 }
 
-function time(iso: string | null | undefined): SafeHtml {
-  if (!iso) return html`<span class="muted">—</span>`;
-  const shown = iso
+function absolute(iso: string): string {
+  return iso
     .replace('T', ' ')
     .replace(/\.\d+Z$/, ' UTC')
     .replace(/Z$/, ' UTC');
-  return html`<time datetime="${iso}">${shown}</time>`;
+}
+
+/** How long ago (or from now) a time is, in words: `just now`, `5 min ago`, `in 2 h`. */
+export function relative(iso: string, now: number): string {
+  const ms = now - Date.parse(iso);
+  if (!Number.isFinite(ms)) return '';
+  const ahead = ms < 0;
+  const span = Math.abs(ms);
+  if (span < 10_000) return 'just now';
+  const words =
+    span < 60_000
+      ? `${Math.floor(span / 1000)} s`
+      : span < 3_600_000
+        ? `${Math.floor(span / 60_000)} min`
+        : span < 48 * 3_600_000
+          ? `${Math.floor(span / 3_600_000)} h`
+          : `${Math.floor(span / 86_400_000)} d`;
+  return ahead ? `in ${words}` : `${words} ago`;
+}
+
+/** A time: relative in words, the exact time on hover (`long`: both written out). */
+function time(ctx: PageContext, iso: string | null | undefined, long = false): SafeHtml {
+  if (!iso) return html`<span class="muted">—</span>`;
+  const ago = relative(iso, ctx.now ?? Date.now());
+  return long
+    ? html`<time datetime="${iso}">${absolute(iso)}</time> <span class="muted ago">(${ago})</span>`
+    : html`<time datetime="${iso}" title="${absolute(iso)}">${ago}</time>`;
 }
 
 export function duration(ms: number | null | undefined): string {
@@ -144,6 +174,31 @@ const badge = (state: string) => html`<span class="state state-${state}">${state
 function json(ctx: PageContext, value: unknown): SafeHtml {
   const text = JSON.stringify(ctx.redact.json(value), null, 2) ?? 'null';
   return html`<pre class="json">${clipped(text)}</pre>`;
+}
+
+/** Keys shown in one details table; a larger object is shown as JSON. */
+const MAX_TABLE_KEYS = 200;
+
+/** One value in a cell: text as text, other scalars as code, objects and arrays as compact JSON. */
+function cellValue(value: unknown): SafeHtml {
+  if (typeof value === 'string') return html`<span class="pre">${clipped(value)}</span>`;
+  if (value === null || typeof value !== 'object') return html`<code>${String(value)}</code>`;
+  return html`<code class="json-inline">${clipped(JSON.stringify(value) ?? '')}</code>`;
+}
+
+/**
+ * An object as a table of its keys and values, which reads better than JSON (a person scans the
+ * names); anything else, or an object too large for a table, as JSON.
+ */
+function details(ctx: PageContext, value: unknown): SafeHtml {
+  const shown = ctx.redact.json(value);
+  if (shown === null || typeof shown !== 'object' || Array.isArray(shown)) return json(ctx, value);
+  const entries = Object.entries(shown as Record<string, unknown>);
+  if (entries.length === 0) return html`<p class="muted">(empty)</p>`;
+  if (entries.length > MAX_TABLE_KEYS) return json(ctx, value);
+  return html`<div class="table-wrap"><table class="kv"><tbody>${entries.map(
+    ([key, v]) => html`<tr><th scope="row"><code>${key}</code></th><td>${cellValue(v)}</td></tr>`,
+  )}</tbody></table></div>`;
 }
 
 function clipped(text: string): string {
@@ -223,6 +278,8 @@ export interface ListView {
   since: string;
   /** The page shown: the first (no cursor), or after/before a cursor. */
   position: { older_than?: ExecutionCursor | undefined; newer_than?: ExecutionCursor | undefined };
+  /** A search that found no single execution or workflow: what was asked, and what comes close. */
+  search?: { query: string; workflows: readonly string[]; nearest: readonly string[] } | undefined;
 }
 
 export const cursorParam = (c: ExecutionCursor) => `${c.updated_at},${c.execution_id}`;
@@ -252,6 +309,17 @@ export function executionsPage(ctx: PageContext, view: ListView): string {
   });
   const option = (value: string, label: string, selected: boolean) =>
     html`<option value="${value}"${selected ? html` selected` : ''}>${label}</option>`;
+  const search = html`<form class="search" method="get" action="${href(ctx, '/')}" role="search">
+<label>Find <input type="search" name="q" value="${view.search?.query ?? ''}" placeholder="execution id or workflow" maxlength="200" autocomplete="off" spellcheck="false"></label>
+<button type="submit">Find</button>
+</form>`;
+  const searched = view.search;
+  const searchNotice =
+    searched === undefined
+      ? ''
+      : searched.workflows.length > 0
+        ? html`<p class="notice" role="status">Several workflows match “${searched.query}”: ${searched.workflows.map((w, i) => html`${i > 0 ? ', ' : ''}<a href="${href(ctx, '/', { workflow: w })}">${w}</a>`)}.</p>`
+        : html`<p class="notice notice-conflict" role="status">No execution or workflow matches “${searched.query}”.${searched.nearest.length > 0 ? html` Did you mean ${searched.nearest.map((w, i) => html`${i > 0 ? ' or ' : ''}<a href="${href(ctx, '/', { workflow: w })}">${w}</a>`)}?` : ''}</p>`;
   const form = html`<form class="filters" method="get" action="${href(ctx, '/')}">
 <label>Workflow <select name="workflow">${option('', 'any', filter.workflow === undefined)}${view.workflows.map((w) => option(w, w, w === filter.workflow))}</select></label>
 <label>State <select name="state">${option('', 'any', filter.states.length === 0)}${EXECUTION_STATES.map((s) => option(s, s, filter.states.length === 1 && filter.states[0] === s))}${option('idle,running,paused', 'unfinished', filter.states.join(',') === 'idle,running,paused')}</select></label>
@@ -263,32 +331,41 @@ ${
 }
 <button type="submit">Filter</button>
 </form>`;
+  const now = ctx.now ?? Date.now();
   const rows = page.executions.map(
     (e) => html`<tr data-execution="${e.execution_id}">
-<td><a href="${href(ctx, `/executions/${encodeURIComponent(e.execution_id)}`, as(ctx, e.principal))}">${e.execution_id}</a></td>
-<td><a href="${href(ctx, `/workflows/${encodeURIComponent(e.workflow_id)}`)}">${e.workflow_id}</a></td>
-<td>${badge(e.state)}</td>
-<td>${e.current_step ?? html`<span class="muted">—</span>`}</td>
-<td>${e.current_seq}</td>
-<td>${time(e.started_at)}</td>
-<td>${time(e.updated_at)}</td>
-${manyPrincipals ? html`<td>${e.principal}</td>` : ''}
+<td class="id-cell" data-label="Execution"><a href="${href(ctx, `/executions/${encodeURIComponent(e.execution_id)}`, as(ctx, e.principal))}">${e.execution_id}</a></td>
+<td data-label="Workflow"><a href="${href(ctx, `/workflows/${encodeURIComponent(e.workflow_id)}`)}">${e.workflow_id}</a></td>
+<td data-label="State">${badge(e.state)}</td>
+<td class="wide" data-label="Current step">${e.current_step ?? html`<span class="muted">—</span>`}</td>
+<td class="wide" data-label="Step #">${e.current_seq}</td>
+<td class="wide" data-label="Started">${time(ctx, e.started_at)}</td>
+<td class="duration" data-label="Duration">${
+      e.duration_ms !== null
+        ? duration(e.duration_ms)
+        : html`<span class="muted" title="not finished yet">${duration(Math.max(0, now - Date.parse(e.started_at)))} so far</span>`
+    }</td>
+<td data-label="Last change">${time(ctx, e.updated_at)}</td>
+${manyPrincipals ? html`<td data-label="Principal">${e.principal}</td>` : ''}
 </tr>`,
   );
+  // Arrows only where there is another page to go to.
   const pager = html`<nav class="pager">
-${page.newer ? html`<a rel="prev" href="${href(ctx, '/', filterParams({ newer: cursorParam(page.newer) }))}">← Newer</a>` : html`<span class="muted">← Newer</span>`}
-<span>${page.executions.length} shown of ${total}</span>
-${page.older ? html`<a rel="next" href="${href(ctx, '/', filterParams({ older: cursorParam(page.older) }))}">Older →</a>` : html`<span class="muted">Older →</span>`}
+${page.newer ? html`<a rel="prev" href="${href(ctx, '/', filterParams({ newer: cursorParam(page.newer) }))}">← Newer</a>` : html`<span></span>`}
+<span>${page.newer || page.older ? `${page.executions.length} shown of ${total}` : `${total} execution${total === 1 ? '' : 's'}`}</span>
+${page.older ? html`<a rel="next" href="${href(ctx, '/', filterParams({ older: cursorParam(page.older) }))}">Older →</a>` : html`<span></span>`}
 </nav>`;
   const liveParams: Record<string, string | undefined> = { since: view.since, ...as(ctx, filter.principal) };
   const body = html`<h1>Executions</h1>
+${search}
+${searchNotice}
 <section id="counts" class="chips" data-region>${chips}</section>
 ${form}
 <section id="list" data-region>
 ${
   page.executions.length === 0
     ? html`<p class="empty">No executions match. Agents start them with <code>workflow_start</code>.</p>`
-    : html`<table class="list"><thead><tr><th>Execution</th><th>Workflow</th><th>State</th><th>Current step</th><th>Step #</th><th>Started</th><th>Last change</th>${manyPrincipals ? html`<th>Principal</th>` : ''}</tr></thead><tbody>${rows}</tbody></table>`
+    : html`<div class="table-wrap"><table class="list executions cards"><thead><tr><th>Execution</th><th>Workflow</th><th>State</th><th class="wide">Current step</th><th class="wide">Step #</th><th class="wide">Started</th><th>Duration</th><th>Last change</th>${manyPrincipals ? html`<th>Principal</th>` : ''}</tr></thead><tbody>${rows}</tbody></table></div>`
 }
 ${pager}
 </section>`;
@@ -365,7 +442,7 @@ function httpCalls(calls: TelemetryRecord[]): SafeHtml {
 
 function stepOutput(ctx: PageContext, entry: StepHistoryEntry, command: boolean): SafeHtml {
   if (entry.output === null || entry.output === undefined) return html`<p class="muted">No output yet.</p>`;
-  if (command) return json(ctx, entry.output);
+  if (command) return details(ctx, entry.output);
   const out = record(entry.output);
   const parts: SafeHtml[] = [];
   if (typeof out.summary === 'string') {
@@ -381,7 +458,7 @@ function stepOutput(ctx: PageContext, entry: StepHistoryEntry, command: boolean)
       html`<h4>Recommendation for the next step</h4><p class="pre">${out.next_step_recommendation}</p>`,
     );
   }
-  if (out.context !== undefined) parts.push(html`<h4>Context reported</h4>${json(ctx, out.context)}`);
+  if (out.context !== undefined) parts.push(html`<h4>Context reported</h4>${details(ctx, out.context)}`);
   const refs = Array.isArray(out.artifacts) ? out.artifacts.filter((a) => typeof a === 'string') : [];
   if (refs.length > 0)
     parts.push(html`<h4>Artifact references</h4><ul>${refs.map((r) => html`<li>${String(r)}</li>`)}</ul>`);
@@ -398,19 +475,21 @@ function timeline(ctx: PageContext, view: DetailView): SafeHtml {
     const failures = eventsOf(entry, telemetry, 'step_failed');
     const calls = eventsOf(entry, telemetry, 'http_request');
     const current = entry.seq === detail.current_seq && entry.status === 'running';
+    // The step of a paused execution waits with it: it is not being worked on.
+    const status = current && detail.state === 'paused' ? 'paused' : entry.status;
     return html`<tr class="step-row${current ? ' current' : ''}" id="seq-${entry.seq}" data-step="${entry.step_name}">
 <td>${entry.seq}</td>
 <td><strong>${entry.step_name}</strong><br><span class="muted">${titles.get(entry.step_name) ?? ''}</span>${entry.iteration !== null ? html` <span class="muted">(iteration ${entry.iteration})</span>` : ''}</td>
 <td>${command ? html`<span class="muted">server</span>` : entry.agent_name}</td>
-<td>${badge(entry.status)}</td>
+<td>${badge(status)}</td>
 <td>${validationCell(entry, failures, command)}</td>
 <td>${entry.attempts}</td>
-<td>${time(entry.started_at)}</td>
+<td>${time(ctx, entry.started_at)}</td>
 <td>${duration(entry.duration_ms)}</td>
 </tr>
 <tr class="step-detail"><td></td><td colspan="7"><details${current ? html` open` : ''}><summary>Output${command ? ' and HTTP requests' : ''}</summary>${stepOutput(ctx, entry, command)}${httpCalls(calls)}</details></td></tr>`;
   });
-  return html`<table class="timeline"><thead><tr><th>#</th><th>Step</th><th>Persona</th><th>Status</th><th>Validation</th><th>Attempts</th><th>Started</th><th>Duration</th></tr></thead><tbody>${rows}</tbody></table>`;
+  return html`<div class="table-wrap"><table class="timeline"><thead><tr><th>#</th><th>Step</th><th>Persona</th><th>Status</th><th>Validation</th><th>Attempts</th><th>Started</th><th>Duration</th></tr></thead><tbody>${rows}</tbody></table></div>`;
 }
 
 function* allSteps(workflow: Workflow): Generator<Step> {
@@ -440,9 +519,9 @@ function artifactsSection(ctx: PageContext, artifacts: ArtifactRecord[]): SafeHt
   if (artifacts.length === 0) return html`<p class="empty">No artifacts.</p>`;
   return html`${artifacts.map(
     (a) => html`<article class="artifact" id="artifact-${a.id}">
-<h3>${a.name} <span class="muted">${a.artifact_type} · ${a.content_type} · ${a.size_bytes} bytes · step ${a.step_name} · ${time(a.created_at)}</span></h3>
+<h3>${a.name} <span class="muted">${a.artifact_type} · ${a.content_type} · ${a.size_bytes} bytes · step ${a.step_name} · ${time(ctx, a.created_at)}</span></h3>
 ${artifactContent(ctx, a)}
-${a.metadata !== null ? html`<details><summary>Metadata</summary>${json(ctx, a.metadata)}</details>` : ''}
+${a.metadata !== null ? html`<details><summary>Metadata</summary>${details(ctx, a.metadata)}</details>` : ''}
 </article>`,
   )}`;
 }
@@ -453,9 +532,19 @@ function telemetrySection(ctx: PageContext, events: TelemetryRecord[]): SafeHtml
     .reverse()
     .map(
       (e) =>
-        html`<tr><td>${time(e.created_at)}</td><td>${e.event_type}</td><td>${e.step_name ?? ''}</td><td><code>${e.metadata === null ? '' : JSON.stringify(ctx.redact.json(e.metadata))}</code></td></tr>`,
+        html`<tr><td data-label="Time">${time(ctx, e.created_at)}</td><td data-label="Event">${e.event_type}</td><td data-label="Step">${e.step_name ?? ''}</td><td data-label="Details">${e.metadata === null ? '' : pairs(ctx, e.metadata)}</td></tr>`,
     );
-  return html`<table class="telemetry"><thead><tr><th>Time</th><th>Event</th><th>Step</th><th>Details</th></tr></thead><tbody>${rows}</tbody></table>`;
+  return html`<div class="table-wrap"><table class="telemetry cards"><thead><tr><th>Time</th><th>Event</th><th>Step</th><th>Details</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+}
+
+/** An event's details as `name value` pairs on a line each (JSON when it is not an object). */
+function pairs(ctx: PageContext, value: unknown): SafeHtml {
+  const shown = ctx.redact.json(value);
+  if (shown === null || typeof shown !== 'object' || Array.isArray(shown))
+    return html`<code>${JSON.stringify(shown)}</code>`;
+  return html`<dl class="pairs">${Object.entries(shown as Record<string, unknown>).map(
+    ([k, v]) => html`<div><dt>${k}</dt><dd>${cellValue(v)}</dd></div>`,
+  )}</dl>`;
 }
 
 function actionsSection(ctx: PageContext, view: DetailView): SafeHtml {
@@ -472,13 +561,13 @@ function actionsSection(ctx: PageContext, view: DetailView): SafeHtml {
   const panel =
     confirm === undefined
       ? ''
-      : html`<form class="confirm" method="post" action="${href(ctx, `${self}/state`)}">
+      : html`<form class="confirm${confirm === 'abandon' ? ' confirm-danger' : ''}" method="post" action="${href(ctx, `${self}/state`)}">
 <p>${ACTIONS[confirm].question}</p>
 <input type="hidden" name="csrf" value="${view.csrf}">
 <input type="hidden" name="state" value="${ACTIONS[confirm].to}">
 ${ctx.viewer.allPrincipals ? html`<input type="hidden" name="principal" value="${detail.principal}">` : ''}
 <label>Reason (optional) <input type="text" name="reason" maxlength="2000" autocomplete="off"></label>
-<button type="submit" class="danger" data-confirm="${confirm}">${ACTIONS[confirm].label}</button>
+<button type="submit" class="${confirm === 'abandon' ? 'danger' : 'primary'}" data-confirm="${confirm}">${ACTIONS[confirm].label}</button>
 <a class="button" href="${href(ctx, self, as(ctx, detail.principal))}">Cancel</a>
 </form>`;
   return html`<div class="buttons">${buttons}</div>${panel}`;
@@ -490,14 +579,19 @@ export function executionPage(ctx: PageContext, view: DetailView): string {
   const currentTitle = progress.steps.find((s) => s.id === detail.current_step)?.title;
   const facts = html`<dl class="facts">
 <dt>Workflow</dt><dd><a href="${href(ctx, `/workflows/${encodeURIComponent(detail.workflow_id)}`)}">${detail.workflow.name}</a> <span class="muted">${detail.workflow_id} ${detail.workflow.version}</span></dd>
-<dt>State</dt><dd id="state">${badge(detail.state)}${Object.entries(detail.reasons).map(([state, reason]) => html` <span class="muted">(${state}: ${reason})</span>`)}</dd>
+<dt>State</dt><dd id="state">${badge(detail.state)}${
+    // The reason of the state it is in: a pause's reason is history once it runs or ends.
+    detail.reasons[detail.state] !== undefined
+      ? html` <span class="muted">(${detail.reasons[detail.state]})</span>`
+      : ''
+  }</dd>
 <dt>Current step</dt><dd id="current-step">${detail.current_step === null ? html`<span class="muted">none</span>` : html`<strong>${detail.current_step}</strong> ${currentTitle ?? ''} <span class="muted">#${detail.current_seq}${detail.attempt > 0 ? `, attempt ${detail.attempt + 1}` : ''}</span>`}</dd>
-<dt>Token expires</dt><dd>${detail.token_expires_at === null ? html`<span class="muted">no live token</span>` : html`${time(detail.token_expires_at)}${expired ? html` <span class="bad">expired: workflow_resume hands out a fresh one</span>` : ''}`}</dd>
+<dt>Token expires</dt><dd>${detail.token_expires_at === null ? html`<span class="muted">no live token</span>` : html`${time(ctx, detail.token_expires_at, true)}${expired ? html` <span class="bad">expired: workflow_resume hands out a fresh one</span>` : ''}`}</dd>
 ${detail.waiting ? html`<dt>Waiting on</dt><dd class="bad">${detail.waiting.step_id} (${detail.waiting.command}): ${detail.waiting.message}</dd>` : ''}
 <dt>Principal</dt><dd>${detail.principal}</dd>
-<dt>Started</dt><dd>${time(detail.started_at)}</dd>
-<dt>Last change</dt><dd>${time(detail.updated_at)}</dd>
-<dt>Finished</dt><dd>${time(detail.completed_at)} ${detail.duration_ms !== null ? html`<span class="muted">after ${duration(detail.duration_ms)}</span>` : ''}</dd>
+<dt>Started</dt><dd>${time(ctx, detail.started_at, true)}</dd>
+<dt>Last change</dt><dd>${time(ctx, detail.updated_at, true)}</dd>
+<dt>Finished</dt><dd>${time(ctx, detail.completed_at, true)} ${detail.duration_ms !== null ? html`<span class="muted">after ${duration(detail.duration_ms)}</span>` : ''}</dd>
 </dl>`;
   const pct = progress.total === 0 ? 0 : Math.round((progress.done / progress.total) * 100);
   const lv = progress.last_validation;
@@ -526,8 +620,8 @@ ${notice}
 </div>
 <section id="timeline" data-region><h2>Steps</h2>${timeline(ctx, view)}</section>
 <section id="artifacts" data-region><h2>Artifacts</h2>${artifactsSection(ctx, view.artifacts)}</section>
-<section id="context" data-region><h2>Context</h2><details><summary>Variables the conditions read</summary>${json(ctx, detail.context)}</details>
-${'final_output' in detail ? html`<h3>Final output</h3>${json(ctx, detail.final_output)}` : ''}</section>
+<section id="context" data-region><h2>Context</h2><details><summary>Variables the conditions read</summary>${details(ctx, detail.context)}</details>
+${'final_output' in detail ? html`<h3>Final output</h3>${details(ctx, detail.final_output)}` : ''}</section>
 <section id="telemetry" data-region><h2>Telemetry</h2>${telemetrySection(ctx, view.telemetry)}</section>`;
   return layout(ctx, {
     title: `${detail.execution_id} (${detail.workflow_id})`,
@@ -563,7 +657,7 @@ export function workflowsPage(
     return html`<section class="source" data-source="${source.kind}">
 <h2>${source.kind} <span class="muted path">${source.dir}${exists ? '' : ' (missing)'}</span></h2>
 ${valid.length === 0 && broken.length === 0 ? html`<p class="empty">No workflow files.</p>` : ''}
-${valid.length > 0 ? html`<table class="list"><thead><tr><th>Id</th><th>Name</th><th>Version</th><th>Category</th><th>Steps</th></tr></thead><tbody>${rows}</tbody></table>` : ''}
+${valid.length > 0 ? html`<div class="table-wrap"><table class="list"><thead><tr><th>Id</th><th>Name</th><th>Version</th><th>Category</th><th>Steps</th></tr></thead><tbody>${rows}</tbody></table></div>` : ''}
 ${broken.map((b) => html`<div class="broken"><h3>Broken: <code>${b.file}</code>${b.id ? html` <span class="muted">(${b.id})</span>` : ''}</h3>${violationList(b.violations)}</div>`)}
 </section>`;
   });
@@ -593,13 +687,14 @@ export function workflowPage(ctx: PageContext, entry: RegistryEntry & { status: 
   const body = html`<h1>${w.name} <span class="muted id">${w.id} ${w.version}</span></h1>
 <p>${w.description}</p>
 <p class="muted">From ${entry.source}: <code>${entry.file}</code></p>
+<p><a class="button" id="executions-of" href="${href(ctx, '/', { workflow: w.id })}">Executions of this workflow →</a></p>
 <div class="overview">
 <section class="diagram"><h2>Diagram</h2>${trusted(ctx.draw(diagram, { title: w.name }))}</section>
 <div>
 <section><h2>Mermaid</h2><p class="muted">The same diagram as text (also <code>workflow_get {"view": "diagram"}</code>); paste it into Markdown in a <code>mermaid</code> block.</p>
 <button type="button" class="copy" data-copy="mermaid">Copy</button><pre id="mermaid">${toMermaid(diagram)}</pre></section>
-${inputs.length > 0 ? html`<section><h2>Inputs</h2><table class="list"><thead><tr><th>Name</th><th>Type</th><th>Required</th><th>Description</th></tr></thead><tbody>${inputs.map(([name, spec]) => html`<tr><td><code>${name}</code></td><td>${spec.type}</td><td>${spec.required ? 'yes' : 'no'}</td><td>${spec.description}</td></tr>`)}</tbody></table></section>` : ''}
-<section><h2>Steps</h2><table class="list"><thead><tr><th>Id</th><th>Title</th><th>Kind</th><th>Runs when</th><th>Persona</th></tr></thead><tbody>${rows}</tbody></table></section>
+${inputs.length > 0 ? html`<section><h2>Inputs</h2><div class="table-wrap"><table class="list"><thead><tr><th>Name</th><th>Type</th><th>Required</th><th>Description</th></tr></thead><tbody>${inputs.map(([name, spec]) => html`<tr><td><code>${name}</code></td><td>${spec.type}</td><td>${spec.required ? 'yes' : 'no'}</td><td>${spec.description}</td></tr>`)}</tbody></table></div></section>` : ''}
+<section><h2>Steps</h2><div class="table-wrap"><table class="list"><thead><tr><th>Id</th><th>Title</th><th>Kind</th><th>Runs when</th><th>Persona</th></tr></thead><tbody>${rows}</tbody></table></div></section>
 </div>
 </div>`;
   return layout(ctx, { title: w.name, nav: 'workflows', body });
@@ -639,6 +734,9 @@ export const TASK_NOTICES = {
 export type TaskNotice = keyof typeof TASK_NOTICES;
 
 const TERMINAL_TASK: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled']);
+
+/** Seed 003's run states in the words of task statuses. */
+const RUN_STATE_WORDS: Record<string, string> = { canceled: 'cancelled', succeeded: 'completed' };
 
 export interface TasksView {
   tasks: TaskRecord[];
@@ -702,21 +800,31 @@ ${ctx.viewer.allPrincipals && filter.principal !== ctx.viewer.principal ? html`<
     const snapshot = record(t.snapshot);
     const step = typeof snapshot.step_id === 'string' ? snapshot.step_id : undefined;
     const phase = typeof snapshot.phase === 'string' ? snapshot.phase : undefined;
-    const runState = typeof snapshot.state === 'string' ? snapshot.state : undefined;
+    // Seed 003's run states beside the task's own: shown only when they say something the task's
+    // status does not, in the task's spelling (a cancelled task's run is not also "canceled").
+    const said =
+      typeof snapshot.state === 'string' ? (RUN_STATE_WORDS[snapshot.state] ?? snapshot.state) : undefined;
+    const runState = said !== undefined && said !== t.status ? said : undefined;
     const failure = failureOf(t);
     const links = executionsOf(t).map(
       (e) =>
         html`<a href="${href(ctx, `/executions/${encodeURIComponent(e.id)}`, others)}">${e.id}</a>${e.label === 'repaired' ? html` <span class="muted">(repaired)</span>` : ''}<br>`,
     );
     const open = !TERMINAL_TASK.has(t.status);
-    const summary = typeof snapshot.summary === 'string' ? snapshot.summary : (t.status_message ?? '');
+    // Waiting on its agent step, the run's summary is an instruction to the agent; people get what it waits for.
+    const summary =
+      t.status === 'input_required'
+        ? `waiting for the agent${typeof snapshot.step_name === 'string' ? ` on step “${snapshot.step_name}”` : ''}`
+        : typeof snapshot.summary === 'string'
+          ? snapshot.summary
+          : (t.status_message ?? '');
     return html`<tr id="task-${t.task_id}" data-task="${t.task_id}" data-status="${t.status}">
-<td><code title="${t.task_id}">${t.task_id.slice(0, 8)}</code><br><span class="muted">${t.tool}</span></td>
-<td>${t.workflow_id !== null && WORKFLOW_LINK_ID.test(t.workflow_id) ? html`<a href="${href(ctx, `/workflows/${encodeURIComponent(t.workflow_id)}`)}">${t.workflow_id}</a>` : html`<span class="muted">—</span>`}</td>
-<td>${badge(t.status)}${runState !== undefined ? html`<br><span class="muted">run ${runState}</span>` : ''}</td>
-<td class="task-summary">${step !== undefined ? html`<code>${step}</code>${phase !== undefined ? html` <span class="muted">(${phase})</span>` : ''}<br>` : phase !== undefined ? html`<span class="muted">${phase}</span><br>` : ''}${summary}${failure !== undefined ? html`<br><span class="bad">${failure}</span>` : ''}</td>
-<td>${links.length > 0 ? links : html`<span class="muted">—</span>`}</td>
-<td>${time(t.last_updated_at)}<br><span class="muted">created ${time(t.created_at)}</span></td>
+<td data-label="Task"><code title="${t.task_id}">${t.task_id.slice(0, 8)}</code><br><span class="muted">${t.tool}</span></td>
+<td data-label="Workflow">${t.workflow_id !== null && WORKFLOW_LINK_ID.test(t.workflow_id) ? html`<a href="${href(ctx, `/workflows/${encodeURIComponent(t.workflow_id)}`)}">${t.workflow_id}</a>` : html`<span class="muted">—</span>`}</td>
+<td data-label="Status">${badge(t.status)}${runState !== undefined ? html`<br><span class="muted">run ${runState}</span>` : ''}</td>
+<td data-label="Progress" class="task-summary">${step !== undefined ? html`<code>${step}</code>${phase !== undefined ? html` <span class="muted">(${phase})</span>` : ''}<br>` : phase !== undefined ? html`<span class="muted">${phase}</span><br>` : ''}${summary}${failure !== undefined ? html`<br><span class="bad">${failure}</span>` : ''}</td>
+<td data-label="Execution">${links.length > 0 ? links : html`<span class="muted">—</span>`}</td>
+<td data-label="Updated">${time(ctx, t.last_updated_at)}<br><span class="muted">created ${time(ctx, t.created_at)}</span></td>
 <td>${open && canRun ? html`<a class="button action-cancel" href="${href(ctx, '/tasks', { ...others, status: filter.status, confirm: t.task_id })}#confirm">Cancel…</a>` : ''}</td>
 </tr>`;
   });
@@ -724,7 +832,7 @@ ${ctx.viewer.allPrincipals && filter.principal !== ctx.viewer.principal ? html`<
   const panel =
     confirm === undefined
       ? ''
-      : html`<form id="confirm" class="confirm" method="post" action="${href(ctx, `/tasks/${encodeURIComponent(confirm.task_id)}/cancel`)}">
+      : html`<form id="confirm" class="confirm confirm-danger" method="post" action="${href(ctx, `/tasks/${encodeURIComponent(confirm.task_id)}/cancel`)}">
 <p>Cancel task ${confirm.task_id} (${confirm.tool}${confirm.run_id !== null ? `, run ${confirm.run_id}` : ''})? Its work stops and the execution it runs is abandoned; this cannot be undone.</p>
 <input type="hidden" name="csrf" value="${view.csrf}">
 ${ctx.viewer.allPrincipals ? html`<input type="hidden" name="principal" value="${confirm.principal}">` : ''}
@@ -737,9 +845,9 @@ ${ctx.viewer.allPrincipals ? html`<input type="hidden" name="principal" value="$
       ? html`<p class="notice notice-${view.notice}" role="status">${TASK_NOTICES[view.notice]}</p>`
       : '';
   const pager = html`<nav class="pager">
-${view.paged ? html`<a href="${href(ctx, '/tasks', { ...others, status: filter.status })}">← Newest</a>` : html`<span class="muted">← Newest</span>`}
-<span>${view.tasks.length} shown</span>
-${view.older !== undefined ? html`<a rel="next" href="${href(ctx, '/tasks', { ...others, status: filter.status, before: view.older })}">Older →</a>` : html`<span class="muted">Older →</span>`}
+${view.paged ? html`<a href="${href(ctx, '/tasks', { ...others, status: filter.status })}">← Newest</a>` : html`<span></span>`}
+<span>${view.tasks.length} ${view.paged || view.older !== undefined ? 'shown' : `task${view.tasks.length === 1 ? '' : 's'}`}</span>
+${view.older !== undefined ? html`<a rel="next" href="${href(ctx, '/tasks', { ...others, status: filter.status, before: view.older })}">Older →</a>` : html`<span></span>`}
 </nav>`;
   const body = html`<h1>Tasks and runs</h1>
 <p class="muted">Long work runs as MCP tasks: <code>workflow_run</code>, <code>workflow_execute</code> and the orchestrations. A run is an execution the server drives; its link opens the execution.</p>
@@ -750,7 +858,7 @@ ${panel}
 ${
   view.tasks.length === 0
     ? html`<p class="empty">No tasks${filter.status !== undefined ? ` ${filter.status.replace('_', ' ')}` : ''}. Agents start runs with <code>workflow_run</code> as a task.</p>`
-    : html`<table class="list tasks"><thead><tr><th>Task</th><th>Workflow</th><th>Status</th><th>Progress</th><th>Execution</th><th>Updated</th><th></th></tr></thead><tbody>${rows}</tbody></table>`
+    : html`<div class="table-wrap"><table class="list tasks cards"><thead><tr><th>Task</th><th>Workflow</th><th>Status</th><th>Progress</th><th>Execution</th><th>Updated</th><th></th></tr></thead><tbody>${rows}</tbody></table></div>`
 }
 ${pager}
 </section>`;

@@ -54,4 +54,29 @@ describe('Redactor', () => {
     r.text(`${'eyJaaaaaaaaaaaa.'.repeat(50_000)}`);
     expect(Date.now() - started).toBeLessThan(5000);
   });
+  it('hides a secret in the forms the catalog scrubber knows: base64 at any alignment, URL-encoded', () => {
+    const secret = 'catalog-api-token-0123456789';
+    const env = { WORKFLOWLOOKUP_CATALOG_DEMO_TOKEN: secret };
+    const redact = Redactor.forEnvironment('/nonexistent', env);
+    for (const text of [
+      Buffer.from(`user:${secret}`).toString('base64'),
+      Buffer.from(`xy${secret}`).toString('base64url'),
+      encodeURIComponent(`${secret}/?`),
+    ]) {
+      expect(redact.text(`before ${text} after`), text).toContain(HIDDEN);
+      expect(redact.text(`before ${text} after`), text).not.toContain(text);
+    }
+  });
+
+  it('hides numbers under credential-like keys, and numbers equal to a secret, but not counts', () => {
+    const redact = new Redactor(['12345678901234']);
+    expect(
+      redact.json({
+        apiKey: 12_345_678_901,
+        nested: { password: 1234 },
+        max_tokens: 4096,
+        n: 12_345_678_901_234,
+      }),
+    ).toEqual({ apiKey: HIDDEN, nested: { password: HIDDEN }, max_tokens: 4096, n: HIDDEN });
+  });
 });

@@ -1,10 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Scrubber } from '../catalogs/credentials.js';
 import { escapeHtml } from './html.js';
 
-/** Keys whose string values are credentials wherever they appear (context, outputs, telemetry). */
+/** Keys whose string and number values are credentials wherever they appear (context, outputs, telemetry). */
 const SECRET_KEY =
   /token|secret|passw(or)?d|api[-_]?key|authorization|credential|private[-_]?key|cookie|session/i;
+/** Credential-like keys that name a count, a size or a time (`max_tokens`, `session_ttl`): numbers stay. */
+const MEASURE_KEY = /max|min|count|limit|total|num|used|size|length|ttl|expir|_at$|ms$|seconds/i;
 
 /** Environment variables whose values are credentials (catalog credentials, the token secret, ...). */
 const SECRET_ENV = /TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_KEY/;
@@ -21,22 +24,20 @@ export const HIDDEN = '[hidden]';
 
 /**
  * Keeps secrets out of everything the dashboard renders: the token secret and credential values known
- * to this process are replaced wherever they occur, token-shaped strings too, and JSON values under
- * credential-like keys.
+ * to this process are replaced wherever they occur, in every form the scrubber that guards catalog
+ * answers and storage knows (as is, base64 at any alignment, URL-encoded, JSON-escaped) and as they
+ * appear in HTML; token-shaped strings too, and string and number values under credential-like keys.
  */
 export class Redactor {
-  private readonly secrets: string[];
+  private readonly scrubber: Scrubber;
 
   constructor(secrets: Iterable<string>) {
-    // As written, and as they appear in rendered HTML and JSON (escaped); longest first, so a secret
-    // containing another is replaced whole.
-    const forms = [...secrets]
-      .filter((s) => s.length >= 8)
-      .flatMap((s) => {
-        const inJson = JSON.stringify(s).slice(1, -1);
-        return [s, escapeHtml(s), inJson, escapeHtml(inJson)];
-      });
-    this.secrets = [...new Set(forms)].sort((a, b) => b.length - a.length);
+    const known = [...secrets].filter((s) => s.length >= 8);
+    const inJson = (s: string) => JSON.stringify(s).slice(1, -1);
+    this.scrubber = new Scrubber(
+      known.flatMap((s) => [s, escapeHtml(s), escapeHtml(inJson(s))]),
+      HIDDEN,
+    );
   }
 
   /** The secrets of a data dir and an environment: the token secret and credential-like variables. */
@@ -58,20 +59,25 @@ export class Redactor {
   }
 
   text(value: string): string {
-    let out = value.replace(TOKEN_SHAPE, HIDDEN);
-    for (const secret of this.secrets) if (out.includes(secret)) out = out.split(secret).join(HIDDEN);
-    return out;
+    return this.scrubber.text(value.replace(TOKEN_SHAPE, HIDDEN));
   }
 
-  /** A JSON value with credential-like keys hidden and every string passed through `text`. */
+  /**
+   * A JSON value with the values of credential-like keys hidden (strings, and numbers unless the key
+   * names a measure), every string and key passed through `text`, and numbers equal to a secret hidden.
+   */
   json(value: unknown, depth = 0): unknown {
     if (typeof value === 'string') return this.text(value);
+    if (typeof value === 'number' || typeof value === 'bigint') return this.scrubber.value(value);
     if (value === null || typeof value !== 'object' || depth > 64) return value;
     if (Array.isArray(value)) return value.map((v) => this.json(v, depth + 1));
     return Object.fromEntries(
       Object.entries(value as Record<string, unknown>).map(([k, v]) => [
-        k,
-        typeof v === 'string' && SECRET_KEY.test(k) ? HIDDEN : this.json(v, depth + 1),
+        this.text(k),
+        SECRET_KEY.test(k) &&
+        (typeof v === 'string' || ((typeof v === 'number' || typeof v === 'bigint') && !MEASURE_KEY.test(k)))
+          ? HIDDEN
+          : this.json(v, depth + 1),
       ]),
     );
   }

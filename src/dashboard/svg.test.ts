@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Workflow } from '../model/workflow.js';
 import { workflowDiagram } from '../workflows/diagram.js';
-import { formatOf, parseDefinition } from '../workflows/parse.js';
+import { formatOf, isDefinitionFile, parseDefinition } from '../workflows/parse.js';
 import { validateDefinition } from '../workflows/validate-definition.js';
 import { diagramSvg } from './svg.js';
 
@@ -12,7 +12,7 @@ const root = join(import.meta.dirname, '..', '..');
 async function definitions(): Promise<Workflow[]> {
   const out: Workflow[] = [];
   for (const dir of [join(root, 'workflows'), join(root, 'test', 'fixtures', 'valid')]) {
-    for (const f of readdirSync(dir).filter((name) => formatOf(name) !== undefined)) {
+    for (const f of readdirSync(dir).filter((name) => isDefinitionFile(name))) {
       const parsed = await parseDefinition(readFileSync(join(dir, f), 'utf8'), formatOf(f) ?? 'json');
       const result = parsed.ok ? validateDefinition(parsed.data) : undefined;
       if (result?.ok) out.push(result.workflow);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Condition } from '../model/workflow.js';
-import { conditionVariables, deepEqual, evaluateCondition, readPath } from './conditions.js';
+import { conditionVariables, deepEqual, evaluateCondition, looseEquals, readPath } from './conditions.js';
 import { DomainFailure } from './errors.js';
 import { MAX_DEPTH } from './json-text.js';
 
@@ -50,8 +50,10 @@ describe('evaluateCondition', () => {
     expect(evaluateCondition(condition, ctx)).toBe(expected);
   });
 
-  it('treats a missing variable as undefined', () => {
-    expect(evaluateCondition({ var: 'missing', equals: null }, ctx)).toBe(false);
+  it('treats a missing variable as undefined, which equals null as in WorkRail', () => {
+    expect(evaluateCondition({ var: 'missing', equals: null }, ctx)).toBe(true);
+    expect(evaluateCondition({ var: 'missing', not_equals: null }, ctx)).toBe(false);
+    expect(evaluateCondition({ var: 'missing', equals: 'large' }, ctx)).toBe(false);
     expect(evaluateCondition({ var: 'missing', not_equals: 'x' }, ctx)).toBe(true);
     expect(evaluateCondition({ var: 'missing', gt: -1 }, ctx)).toBe(false);
     expect(evaluateCondition({ var: 'missing' }, ctx)).toBe(false);
@@ -62,6 +64,44 @@ describe('evaluateCondition', () => {
     expect(readPath(ctx, 'constructor')).toBeUndefined();
     expect(readPath(ctx, '__proto__')).toBeUndefined();
     expect(readPath(ctx, 'ticket.priority.length')).toBeUndefined();
+  });
+});
+
+describe("WorkRail's comparison rule", () => {
+  it.each([
+    ['Small', 'small', true],
+    [' small ', 'SMALL', true],
+    ['small', 'smaller', false],
+    ['10', 10, true],
+    [10, '10', true],
+    ['10.0', 10, true],
+    ['ten', 10, false],
+    ['true', true, true],
+    ['Yes', true, true],
+    ['1', true, true],
+    ['false', false, true],
+    ['no', false, true],
+    ['true', false, false],
+    [true, 'TRUE', true],
+    [1, true, false],
+    [null, null, true],
+    [undefined, null, true],
+    [0, null, false],
+    [['a'], ['a'], true],
+  ])('%j equals %j: %s', (value, compared, expected) => {
+    expect(looseEquals(value, compared)).toBe(expected);
+    expect(evaluateCondition({ var: 'v', equals: compared as never }, { v: value })).toBe(expected);
+    expect(evaluateCondition({ var: 'v', not_equals: compared as never }, { v: value })).toBe(!expected);
+  });
+
+  it('applies to in; numeric comparisons read numbers only; an exact key wins over a dotted path', () => {
+    expect(evaluateCondition({ var: 'v', in: ['Large', 'Medium'] }, { v: 'large' })).toBe(true);
+    expect(evaluateCondition({ var: 'v', in: [5, 6] }, { v: '6' })).toBe(true);
+    expect(evaluateCondition({ var: 'v', gt: 5 }, { v: '10' })).toBe(false);
+    expect(evaluateCondition({ var: 'a.b', equals: 'flat' }, { 'a.b': 'flat', a: { b: 'nested' } })).toBe(
+      true,
+    );
+    expect(evaluateCondition({ var: 'a.b', equals: 'nested' }, { a: { b: 'nested' } })).toBe(true);
   });
 });
 

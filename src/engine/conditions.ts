@@ -66,11 +66,45 @@ function truthy(value: unknown): boolean {
   return Boolean(value);
 }
 
+const TRUE_WORDS = new Set(['true', '1', 'yes']);
+const FALSE_WORDS = new Set(['false', '0', 'no']);
+
 /**
- * Evaluates a condition. A missing variable is `undefined`: `equals` is false (unless it equals
- * `null`, which a missing variable does not match either), `not_equals` is true, every numeric
- * comparison is false, and a bare `{ var }` test is false. Numeric comparisons are false for
- * non-numbers; they never coerce strings.
+ * Equality as WorkRail compares condition values, for every workflow: strings ignore case and
+ * surrounding spaces ("Small" equals "small "), a numeric string equals its number ("10" equals 10),
+ * "true"/"yes"/"1" equal true and "false"/"no"/"0" equal false, and a missing value equals null. Arrays
+ * and objects compare by structure (WorkRail compares them by identity, so never equal: a superset).
+ */
+export function looseEquals(a: unknown, b: unknown): boolean {
+  if (a === undefined || a === null || b === undefined || b === null)
+    return (a === undefined || a === null) && (b === undefined || b === null);
+  if (typeof a === 'string' && typeof b === 'string')
+    return a.trim().toLowerCase() === b.trim().toLowerCase();
+  if ((typeof a === 'string' && typeof b === 'number') || (typeof a === 'number' && typeof b === 'string')) {
+    const x = Number(a);
+    const y = Number(b);
+    // Number('') is 0; WorkRail's coercion has the same quirk, and so equals it: "" equals 0.
+    if (!Number.isNaN(x) && !Number.isNaN(y)) return x === y;
+  }
+  if (typeof a === 'string' && typeof b === 'boolean')
+    return (b ? TRUE_WORDS : FALSE_WORDS).has(a.trim().toLowerCase());
+  if (typeof a === 'boolean' && typeof b === 'string') return looseEquals(b, a);
+  return deepEqual(a, b);
+}
+
+/**
+ * The value a condition's `var` names: the context key of that exact name (WorkRail's flat lookup),
+ * else the dotted path ("ticket.priority").
+ */
+function conditionValue(context: Context, name: string): unknown {
+  return Object.hasOwn(context, name) ? context[name] : readPath(context, name);
+}
+
+/**
+ * Evaluates a condition. `equals`, `not_equals` and `in` compare as looseEquals does (WorkRail's rule),
+ * so a missing variable equals null and nothing else. Numeric comparisons hold for numbers only (a
+ * missing variable or a string is false), text operators ignore case, and a bare `{ var }` tests
+ * truthiness (a missing variable, 0, "", false and [] are false).
  */
 export function evaluateCondition(condition: Condition, context: Context): boolean {
   return evaluate(condition, context, 0);
@@ -81,7 +115,7 @@ function evaluate(condition: Condition, context: Context, depth: number): boolea
   if ('and' in condition) return condition.and.every((c) => evaluate(c, context, depth + 1));
   if ('or' in condition) return condition.or.some((c) => evaluate(c, context, depth + 1));
   if ('not' in condition) return !evaluate(condition.not, context, depth + 1);
-  const value = readPath(context, condition.var);
+  const value = conditionValue(context, condition.var);
   let tested = false;
   let result = true;
   const check = (present: boolean, holds: () => boolean) => {
@@ -90,12 +124,16 @@ function evaluate(condition: Condition, context: Context, depth: number): boolea
     result &&= holds();
   };
   const num = typeof value === 'number' && Number.isFinite(value) ? value : undefined;
-  check('equals' in condition, () => value !== undefined && deepEqual(value, condition.equals));
-  check('not_equals' in condition, () => value === undefined || !deepEqual(value, condition.not_equals));
-  check(condition.in !== undefined, () => (condition.in ?? []).some((v) => deepEqual(value, v)));
-  // Text operators read strings, numbers and booleans as text; anything else reads as empty.
+  check('equals' in condition, () => looseEquals(value, condition.equals));
+  check('not_equals' in condition, () => !looseEquals(value, condition.not_equals));
+  check(condition.in !== undefined, () => (condition.in ?? []).some((v) => looseEquals(value, v)));
+  // Text operators read strings, numbers and booleans as text, and a list as its items joined by
+  // commas (as WorkRail reads it, so `contains` finds an item); anything else reads as empty.
   const lower = () =>
-    typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+    typeof value === 'string' ||
+    typeof value === 'number' ||
+    typeof value === 'boolean' ||
+    Array.isArray(value)
       ? String(value).trim().toLowerCase()
       : '';
   check(condition.contains !== undefined, () => lower().includes((condition.contains ?? '').toLowerCase()));

@@ -5,7 +5,8 @@ import type { Violation } from '../model/violation.js';
  * JSON-RPC errors and tool error results in one place (src/protocol/error-mapping.ts).
  */
 export type DomainError =
-  | { code: 'workflow_not_found'; message: string; workflowId: string }
+  /** `didYouMean`: the served ids nearest to the unknown one (a typo, an id cut short). */
+  | { code: 'workflow_not_found'; message: string; workflowId: string; didYouMean?: string[] }
   | { code: 'workflow_invalid'; message: string; workflowId?: string; file?: string; violations: Violation[] }
   | { code: 'step_not_found'; message: string; workflowId: string; stepId: string }
   | { code: 'criteria_invalid'; message: string; workflowId: string; stepId: string; details: string }
@@ -60,12 +61,31 @@ export type DomainError =
   | { code: 'catalog_invalid'; message: string; violations: Violation[] }
   | { code: 'catalog_not_found'; message: string; catalog: string }
   | { code: 'catalog_conflict'; message: string; catalog: string }
+  /**
+   * The context lacks what the workflow needs to go on (WorkRail's PRECONDITION_FAILED): a forEach/for
+   * loop's list or count is missing or of the wrong type, or a variable conditions read has a value of the
+   * wrong type or outside the values they compare against. Nothing advanced; `retry` is the call that
+   * supplies it, when the face knows it.
+   */
+  | {
+      code: 'precondition_failed';
+      message: string;
+      workflowId: string;
+      /** The context variable (dotted path) to supply or correct. */
+      variable: string;
+      /** What it must be, e.g. 'an array' or 'one of "small", "medium", "large" (case-insensitive)'. */
+      expected: string;
+      loopId?: string;
+      retry?: { tool: string; arguments: Record<string, unknown>; fill: Record<string, string> };
+    }
   /** Inputs that are missing or invalid when starting a workflow. */
   | { code: 'inputs_not_ready'; message: string; workflowId: string; inputs: unknown[] }
   /** A long-running tool called without MCP tasks (seed 003 §13.2): it never runs synchronously. */
   | { code: 'task_capability_required'; message: string; tool: string }
   /** The client did not declare what the tool needs of it (sampling, elicitation), or failed at it. */
   | { code: 'client_capability_required'; message: string; tool: string; capabilities: string[] }
+  /** The client refused or failed a request the server sent it (sampling), saying why. */
+  | { code: 'client_request_failed'; message: string; tool: string; method: string; details: string }
   | { code: 'task_not_found'; message: string; taskId: string }
   /** A task that already finished cannot be cancelled (MCP 2025-11-25). */
   | { code: 'task_terminal'; message: string; taskId: string; status: string }

@@ -70,9 +70,15 @@ export function requiresConfirmation(step: PromptStep, context: Context): boolea
   return typeof rc === 'boolean' ? rc : evaluateCondition(rc, context);
 }
 
+/** Said instead of the workflow's metaGuidance once the agent has it (see buildGuidance). */
+export const META_GUIDANCE_REFERENCE =
+  "Keep in mind the workflow's standing guidance, given in full with its first step.";
+
 /**
  * Builds the orchestration guidance for a step: the step prompt framed by its role, hints, loop
- * position and the workflow's meta guidance, so an agent can act on `guidance.prompt` alone.
+ * position and the workflow's meta guidance, so an agent can act on `guidance.prompt` alone. The meta
+ * guidance holds for every step, so it is given in full once (the first step, and after a resume) and
+ * named in one line otherwise (`metaGuidance: "reference"`), as WorkRail sends it once.
  */
 export function buildGuidance(
   workflow: Workflow,
@@ -81,6 +87,7 @@ export function buildGuidance(
   loop?: LoopPosition,
   notices: readonly string[] = [],
   scope: TemplateScope = contextScope(context),
+  options: { metaGuidance?: 'full' | 'reference' } = {},
 ): Guidance {
   if (isCommandStep(step)) return commandGuidance(step, notices);
   const budget = promptBudget();
@@ -93,7 +100,7 @@ export function buildGuidance(
       : '';
     loopLine = `Loop "${loop.title}": iteration ${loop.iteration}${of}.${item}${loop.note ? `\n${loop.note}` : ''}`;
   }
-  const body = [stepPromptText(step), ...activeFragments(step, context)].join('\n\n');
+  const body = [stepPromptText(step, context), ...activeFragments(step, context)].join('\n\n');
   const stepText = `Step: ${renderText(step.title, scope, budget)}\n${renderText(body, scope, budget)}`;
   const guidanceLines = (step.guidance ?? []).map((g) => `- ${renderText(g, scope, budget)}`);
   const parts: string[] = [...notices];
@@ -128,7 +135,11 @@ export function buildGuidance(
     parts.push(`Your output will be checked for:\n${criteria.map((c) => `- ${c}`).join('\n')}`);
   }
   if (workflow.metaGuidance && workflow.metaGuidance.length > 0) {
-    parts.push(`Keep in mind:\n${workflow.metaGuidance.map((g) => `- ${g}`).join('\n')}`);
+    parts.push(
+      options.metaGuidance === 'reference'
+        ? META_GUIDANCE_REFERENCE
+        : `Keep in mind:\n${workflow.metaGuidance.map((g) => `- ${g}`).join('\n')}`,
+    );
   }
   const confirm = requiresConfirmation(step, context);
   const tier = step.modelTier ?? workflow.modelTier;

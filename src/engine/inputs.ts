@@ -10,6 +10,8 @@ export const INPUT_STATUSES = [
   'invalid',
   'prompt',
   'provider_error',
+  /** Given, but the workflow declares no such input: leave it out. */
+  'undeclared',
 ] as const;
 export type InputStatus = (typeof INPUT_STATUSES)[number];
 
@@ -155,7 +157,11 @@ export function resolveInputs(
   }
   const unknown = Object.keys(given).filter((k) => !Object.hasOwn(specs ?? {}, k));
   for (const name of unknown)
-    inputs.push({ name, status: 'invalid', message: `the workflow declares no input "${name}"` });
+    inputs.push({
+      name,
+      status: 'undeclared',
+      message: `the workflow declares no input "${name}"; leave it out`,
+    });
   const ready = inputs.every(
     (i) => i.status === 'provided' || i.status === 'default' || i.status === 'unset',
   );

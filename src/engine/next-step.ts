@@ -1,5 +1,6 @@
 import {
   type ActionStep,
+  type Condition,
   isArtifactLoop,
   isLoopStep,
   isPromptStep,
@@ -10,6 +11,7 @@ import {
   type Workflow,
 } from '../model/workflow.js';
 import { asRecord, type Context, evaluateCondition, readPath } from './conditions.js';
+import { DomainFailure, fail } from './errors.js';
 import { LOOP_CONTROL_KEY } from './workrail.js';
 
 /** Reserved context key holding loop progress; clients send it back unchanged. */
@@ -33,6 +35,21 @@ export type LoopPosition = {
   /** The loop step's own prompt, shown with each body step. */
   note?: string;
 };
+
+/** How a loop ended: it ran no round, its own rule ended it (condition, list, count, decision), or its cap. */
+export type LoopExit = 'none' | 'condition' | 'max_iterations';
+
+/**
+ * What the walk decided while choosing a step, told as it happens: a runCondition that decided whether a
+ * step runs, a while/until condition that decided whether a loop goes on, and how a loop ended. The
+ * workflow tests count these as coverage; the walk itself is unchanged by an observer.
+ */
+export type WalkEvent =
+  | { kind: 'runCondition'; step: string; value: boolean }
+  | { kind: 'loopCondition'; loop: string; value: boolean }
+  | { kind: 'loopExit'; loop: string; exit: LoopExit; iterations: number };
+
+export type WalkObserver = (event: WalkEvent) => void;
 
 export interface NextStep {
   step: ActionStep | null;
@@ -97,14 +114,18 @@ function loopBodyRefs(workflow: Workflow): Set<string> {
   return refs;
 }
 
-function bodyOf(workflow: Workflow, loop: LoopStep): ActionStep[] {
+/** The steps a loop repeats: its inline body, or the top-level step its body names. */
+export function bodyOf(workflow: Workflow, loop: LoopStep): ActionStep[] {
   if (Array.isArray(loop.body)) return loop.body;
   const target = workflow.steps.find((s): s is Step => s.id === loop.body);
   return target && !isLoopStep(target) ? [target] : [];
 }
 
-function runs(step: { runCondition?: Step['runCondition'] }, context: Context): boolean {
-  return step.runCondition === undefined || evaluateCondition(step.runCondition, context);
+function runs(step: Pick<Step, 'id' | 'runCondition'>, context: Context, observe?: WalkObserver): boolean {
+  if (step.runCondition === undefined) return true;
+  const value = evaluateCondition(step.runCondition, context);
+  observe?.({ kind: 'runCondition', step: step.id, value });
+  return value;
 }
 
 /**
@@ -117,6 +138,7 @@ export function nextStep(
   workflow: Workflow,
   completedSteps: readonly string[],
   inputContext: Context,
+  observe?: WalkObserver,
 ): NextStep {
   const completed = new Set(completedSteps);
   const context: Context = { ...inputContext };
@@ -139,15 +161,29 @@ export function nextStep(
   for (const step of workflow.steps) {
     if (bodyRefs.has(step.id) || completed.has(step.id)) continue;
     if (!isLoopStep(step)) {
-      if (runs(step, context)) return result(step);
+      if (runs(step, context, observe)) return result(step);
       continue;
     }
-    if (!runs(step, context) && loops[step.id] === undefined) continue;
-    const found = advanceLoop(workflow, step, completed, context, loops, notices);
+    // A loop in progress goes on whatever its runCondition says now (it decided when the loop started).
+    if (loops[step.id] === undefined && !runs(step, context, observe)) continue;
+    const found = withWorkflowId(workflow, () =>
+      advanceLoop(workflow, step, completed, context, loops, notices, observe),
+    );
     if (found) return result(found.step, found.position);
     completed.add(step.id);
   }
   return result(null);
+}
+
+/** Names the workflow in a precondition failure raised below (the loop helpers do not know it). */
+function withWorkflowId<T>(workflow: Workflow, run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    if (error instanceof DomainFailure && error.error.code === 'precondition_failed')
+      fail({ ...error.error, workflowId: workflow.id });
+    throw error;
+  }
 }
 
 function advanceLoop(
@@ -157,21 +193,25 @@ function advanceLoop(
   context: Context,
   loops: Record<string, LoopState>,
   notices: string[],
+  observe?: WalkObserver,
 ): { step: ActionStep; position: LoopPosition } | undefined {
   const body = bodyOf(workflow, loop);
   const cfg = loop.loop;
   let iteration = sanitizeIteration(loops[loop.id]?.iteration);
   if (iteration === 0) {
-    if (!shouldRun(loop, 1, context, true)) return finish(loop, body, completed, loops);
+    if (!shouldRun(loop, 1, context, true, observe)) {
+      observe?.({ kind: 'loopExit', loop: loop.id, exit: 'none', iterations: 0 });
+      return finish(loop, body, completed, loops);
+    }
     iteration = 1;
   } else {
     setLoopVars(loop, iteration, context);
   }
   for (;;) {
     loops[loop.id] = { iteration };
-    const next = body.find((s) => !completed.has(s.id) && runs(s, context));
+    const next = body.find((s) => !completed.has(s.id) && runs(s, context, observe));
     if (next) {
-      const items = cfg.type === 'forEach' ? readPath(context, cfg.items) : undefined;
+      const items = cfg.type === 'forEach' ? loopSource(loop, context).items : undefined;
       return {
         step: next,
         position: {
@@ -191,12 +231,20 @@ function advanceLoop(
       };
     }
     for (const s of body) completed.delete(s.id);
-    if (!shouldRun(loop, iteration + 1, context, false)) {
-      if (iteration + 1 > cfg.maxIterations && wouldContinue(loop, iteration + 1, context)) {
+    if (!shouldRun(loop, iteration + 1, context, false, observe)) {
+      const capped =
+        iteration + 1 > cfg.maxIterations && wouldContinue(loop, iteration + 1, context, observe);
+      if (capped) {
         notices.push(
           `Loop "${loop.title}" stopped after reaching its limit of ${cfg.maxIterations} iterations; its exit condition was not met.`,
         );
       }
+      observe?.({
+        kind: 'loopExit',
+        loop: loop.id,
+        exit: capped ? 'max_iterations' : 'condition',
+        iterations: iteration,
+      });
       return finish(loop, body, completed, loops);
     }
     iteration += 1;
@@ -208,7 +256,13 @@ function sanitizeIteration(value: unknown): number {
 }
 
 /** Decides whether iteration `n` runs, and when it does, sets the loop variables for it. */
-function shouldRun(loop: LoopStep, n: number, context: Context, first: boolean): boolean {
+function shouldRun(
+  loop: LoopStep,
+  n: number,
+  context: Context,
+  first: boolean,
+  observe?: WalkObserver,
+): boolean {
   const cfg = loop.loop;
   if (n > cfg.maxIterations) return false;
   let go: boolean;
@@ -229,56 +283,98 @@ function shouldRun(loop: LoopStep, n: number, context: Context, first: boolean):
   const condition = loopCondition(cfg) ?? { var: '' };
   switch (cfg.type) {
     case 'while':
-      go = evaluateCondition(condition, context);
+      go = conditionValue(loop, condition, context, observe);
       break;
     case 'until':
-      go = first || !evaluateCondition(condition, context);
+      go = first || !conditionValue(loop, condition, context, observe);
       break;
-    case 'for': {
-      const count = typeof cfg.count === 'number' ? cfg.count : readPath(context, cfg.count);
-      go = typeof count === 'number' && n <= count;
+    case 'for':
+    case 'forEach':
+      go = n <= loopSource(loop, context).length;
       break;
-    }
-    case 'forEach': {
-      const items = readPath(context, cfg.items);
-      go = Array.isArray(items) && n <= items.length;
-      break;
-    }
   }
   if (go) setLoopVars(loop, n, context);
   return go;
 }
 
-/** Whether the loop itself asks for iteration `n`, ignoring maxIterations (to report a capped loop). */
-function wouldContinue(loop: LoopStep, n: number, context: Context): boolean {
+/** A while/until loop's condition, told to the observer: it decides whether the loop goes on. */
+function conditionValue(
+  loop: LoopStep,
+  condition: Condition,
+  context: Context,
+  observe: WalkObserver | undefined,
+): boolean {
+  const value = evaluateCondition(condition, context);
+  observe?.({ kind: 'loopCondition', loop: loop.id, value });
+  return value;
+}
+
+/**
+ * Whether the loop itself asks for iteration `n`, ignoring maxIterations (to report a capped loop): at the
+ * cap, this reading of the condition decides how the loop ended.
+ */
+function wouldContinue(loop: LoopStep, n: number, context: Context, observe?: WalkObserver): boolean {
   const cfg = loop.loop;
   if (isArtifactLoop(cfg)) return asRecord(context[LOOP_CONTROL_KEY])[loop.id] === 'continue';
   const condition = loopCondition(cfg) ?? { var: '' };
   switch (cfg.type) {
     case 'while':
-      return evaluateCondition(condition, context);
+      return conditionValue(loop, condition, context, observe);
     case 'until':
-      return !evaluateCondition(condition, context);
-    case 'for': {
-      const count = typeof cfg.count === 'number' ? cfg.count : readPath(context, cfg.count);
-      return typeof count === 'number' && n <= count;
-    }
-    case 'forEach': {
-      const items = readPath(context, cfg.items);
-      return Array.isArray(items) && n <= items.length;
-    }
+      return !conditionValue(loop, condition, context, observe);
+    case 'for':
+    case 'forEach':
+      return n <= loopSource(loop, context).length;
   }
+}
+
+/**
+ * What a for/forEach loop iterates over: its count, or the items of its list. A list or count that is
+ * missing or of the wrong type refuses to go on (PRECONDITION_FAILED, naming the variable to supply)
+ * instead of skipping the loop without a word, as WorkRail does; an empty list or a count of 0 runs no
+ * iteration.
+ */
+export function loopSource(loop: LoopStep, context: Context): { length: number; items?: unknown[] } {
+  const cfg = loop.loop;
+  if (cfg.type === 'for') {
+    if (typeof cfg.count === 'number') return { length: cfg.count };
+    const count = readPath(context, cfg.count);
+    if (typeof count === 'number' && Number.isInteger(count) && count >= 0) return { length: count };
+    return missingSource(loop, cfg.count, 'a whole number (0 or more)', count);
+  }
+  if (cfg.type !== 'forEach') return { length: 0 };
+  const items = readPath(context, cfg.items);
+  if (Array.isArray(items)) return { length: items.length, items };
+  return missingSource(loop, cfg.items, 'an array', items);
+}
+
+function missingSource(loop: LoopStep, variable: string, expected: string, got: unknown): never {
+  return fail({
+    code: 'precondition_failed',
+    message: `${loop.loop.type} loop '${loop.id}' requires ${expected} in context['${variable}']; ${got === undefined ? 'it is not set' : `got ${describeGot(got)}`}`,
+    workflowId: '',
+    variable,
+    expected,
+    loopId: loop.id,
+  });
+}
+
+/** A short, bounded description of a refused value (its type, and the value itself when small). */
+export function describeGot(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (typeof value === 'object') return 'an object';
+  const text = JSON.stringify(value) ?? String(value);
+  return `${typeof value} ${text.length > 60 ? `${text.slice(0, 57)}...` : text}`;
 }
 
 function setLoopVars(loop: LoopStep, n: number, context: Context): void {
   const cfg = loop.loop;
   context[cfg.iterationVar ?? 'currentIteration'] = n;
   if (cfg.type === 'forEach') {
-    const items = readPath(context, cfg.items);
-    if (Array.isArray(items)) {
-      context[cfg.itemVar ?? 'currentItem'] = items[n - 1];
-      context[cfg.indexVar ?? 'currentIndex'] = n - 1;
-    }
+    const { items = [] } = loopSource(loop, context);
+    context[cfg.itemVar ?? 'currentItem'] = items[n - 1];
+    context[cfg.indexVar ?? 'currentIndex'] = n - 1;
   }
 }
 

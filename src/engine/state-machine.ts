@@ -24,6 +24,19 @@ export const TRANSITIONS: Readonly<Record<ExecutionState, readonly ExecutionStat
   diverged: [],
 };
 
+/**
+ * What an agent (or a person on the dashboard) may set: pause, resume, abandon, or declare that the
+ * user took a different path. `completed` and `failed` are the server's to set: an execution completes
+ * only when its last step's output is accepted, and fails when a step or the server does.
+ */
+export const REQUESTABLE_STATES = ['running', 'paused', 'abandoned', 'diverged'] as const;
+export type RequestableState = (typeof REQUESTABLE_STATES)[number];
+
+/** The states a request may move an execution to from `from`. */
+export function requestableFrom(from: ExecutionState): RequestableState[] {
+  return REQUESTABLE_STATES.filter((to) => TRANSITIONS[from].includes(to));
+}
+
 export function canTransition(from: ExecutionState, to: ExecutionState): boolean {
   return TRANSITIONS[from].includes(to);
 }

@@ -117,6 +117,11 @@ function nestedTooDeep(where: string): TemplateError {
   return new TemplateError(`${where} is nested deeper than ${MAX_DEPTH} levels`, where, false);
 }
 
+/** Every WorkRail `{{name}}` context reference in a text, in order (with repeats). */
+export function contextReferencesIn(text: string): string[] {
+  return scan(text).flatMap((t) => (t.kind === 'var' ? [t.name] : []));
+}
+
 /** Every `${{ }}` expression in a value (strings, arrays and objects, recursively). */
 export function expressionsIn(value: unknown): string[] {
   const out: string[] = [];

@@ -167,8 +167,8 @@ export class ValidationEngine {
       { text: output },
     );
     const outcome = this.all(list, output, context, results, 0);
-    const suggestions = [...new Set(outcome.suggestions)];
-    if (!outcome.pass) suggestions.push(GENERIC_SUGGESTION);
+    // Seed 002's failed validation: the general advice first, then the rules' own suggestions.
+    const suggestions = outcome.pass ? [] : [GENERIC_SUGGESTION, ...outcome.suggestions];
     return {
       valid: outcome.pass,
       issues: [...new Set(outcome.issues)],

@@ -6,6 +6,7 @@
 import type { Violation } from '../model/violation.js';
 import {
   type Assessment,
+  ConditionSchema,
   type FunctionDefinition,
   isLoopStep,
   type LoopStep,
@@ -14,9 +15,11 @@ import {
   type PromptBlocks,
   type PromptPart,
   type PromptStep,
+  type Step,
   type Workflow,
 } from '../model/workflow.js';
 import { asRecord, type Context, evaluateCondition } from './conditions.js';
+import { checkContract, contractInstruction, knownContract, LOOP_CONTROL_CONTRACT } from './contracts.js';
 import type { ValidationResult } from './validation-engine.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -141,24 +144,140 @@ export function expandTemplate(
   return lines.join('\n\n');
 }
 
+/**
+ * The workflow ids a template names: `wr.templates.routine.<name>` is the routine `wr.routine-<name>`
+ * (or a legacy `routine-<name>`), as WorkRail names them.
+ */
+export function routineIdsOf(templateId: string): string[] {
+  if (!templateId.startsWith(ROUTINE_PREFIX)) return [];
+  const name = templateId.slice(ROUTINE_PREFIX.length);
+  return [`wr.routine-${name}`, `routine-${name}`];
+}
+
+/** `{argName}` in a routine's title or prompt, never `{{contextVar}}` (filled in at run time). */
+const TEMPLATE_ARG = /(?<!\{)\{([^{}]+)\}(?!\})/g;
+
+/**
+ * Expands every templateCall whose routine is installed into the routine's steps, as WorkRail compiles
+ * them: each routine step becomes `<caller id>.<routine step id>` with its own fields (gates, contracts,
+ * criteria, role), `{arg}` in its title and prompt replaced by the call's arguments, the routine's
+ * metaGuidance added to its guidance, and the caller's runCondition when it has none. Steps of inline
+ * loop bodies expand too. A templateCall whose routine is not installed stays one step (its built-in
+ * text). A missing or non-scalar argument, a routine step that is not a prompt step, or an id that
+ * clashes after expansion is a violation: the workflow cannot be served, as WorkRail cannot compile it.
+ */
+export function expandTemplateCalls(
+  workflow: Workflow,
+  routineOf: (templateId: string) => Workflow | undefined,
+): { workflow: Workflow; expanded: boolean; violations: Violation[] } {
+  const violations: Violation[] = [];
+  let expanded = false;
+  const expand = (step: PromptStep, path: string): PromptStep[] => {
+    const call = step.templateCall;
+    const routine = call === undefined ? undefined : routineOf(call.templateId);
+    if (call === undefined || routine === undefined) return [step];
+    expanded = true;
+    const args = call.args ?? {};
+    const fill = (text: string, routineStep: string, field: string) =>
+      text.replace(TEMPLATE_ARG, (whole, name: string) => {
+        const value = args[name];
+        if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+          return String(value);
+        violations.push({
+          path: `${path}/templateCall/args`,
+          rule: 'templateArg',
+          message:
+            value === undefined
+              ? `routine "${routine.id}" step "${routineStep}" uses {${name}} in its ${field}; templateCall.args does not give it`
+              : `routine "${routine.id}" step "${routineStep}" uses {${name}}; its argument must be a string, number or boolean`,
+          actual: name,
+        });
+        return whole;
+      });
+    const out: PromptStep[] = [];
+    for (const inner of routine.steps) {
+      if (isLoopStep(inner) || 'run' in inner || inner.templateCall !== undefined) {
+        violations.push({
+          path: `${path}/templateCall/templateId`,
+          rule: 'routineStep',
+          message: `routine "${routine.id}" step "${inner.id}" is ${isLoopStep(inner) ? 'a loop' : 'run' in inner ? 'a command step' : 'another templateCall'}; a routine expands into prompt steps only`,
+          actual: inner.id,
+        });
+        continue;
+      }
+      const meta = routine.metaGuidance ?? [];
+      const runCondition = inner.runCondition ?? step.runCondition;
+      out.push({
+        ...inner,
+        id: `${step.id}.${inner.id}`,
+        title: fill(inner.title, inner.id, 'title'),
+        ...(inner.prompt !== undefined ? { prompt: fill(inner.prompt, inner.id, 'prompt') } : {}),
+        ...(meta.length > 0 ? { guidance: [...(inner.guidance ?? []), ...meta] } : {}),
+        ...(runCondition !== undefined ? { runCondition } : {}),
+      });
+    }
+    return out;
+  };
+  const steps = workflow.steps.flatMap((step, i): Step[] => {
+    if (isLoopStep(step)) {
+      if (!Array.isArray(step.body)) return [step];
+      const body = step.body.flatMap((inner, j) => expand(inner, `/steps/${i}/body/${j}`));
+      return [{ ...step, body }];
+    }
+    return 'run' in step ? [step] : expand(step, `/steps/${i}`);
+  });
+  if (!expanded) return { workflow, expanded, violations };
+  const seen = new Set<string>();
+  const note = (id: string) => {
+    if (seen.has(id))
+      violations.push({
+        path: '/steps',
+        rule: 'uniqueId',
+        message: `step id "${id}" appears twice once templateCalls are expanded`,
+        actual: id,
+      });
+    seen.add(id);
+  };
+  for (const step of steps) {
+    note(step.id);
+    if (isLoopStep(step) && Array.isArray(step.body)) for (const inner of step.body) note(inner.id);
+  }
+  return { workflow: { ...workflow, steps }, expanded, violations };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Step text
 
 /**
  * The step's own instruction: prompt, else its rendered promptBlocks, else its expanded template; its
- * parallelDelegations follow (or are the whole text of a parallel step).
+ * parallelDelegations follow (or are the whole text of a parallel step). With a context, delegations
+ * whose runCondition does not hold are left out, as WorkRail leaves them out.
  */
-export function stepPromptText(step: PromptStep): string {
+export function stepPromptText(step: PromptStep, context?: Context): string {
   const own =
     step.prompt ??
     (step.promptBlocks !== undefined ? renderPromptBlocks(step.promptBlocks) : undefined) ??
     (step.templateCall !== undefined
       ? (expandTemplate(step.templateCall.templateId, step.templateCall.args) ?? '')
       : undefined);
-  const delegations = step.parallelDelegations ?? [];
-  if (delegations.length === 0) return own ?? '';
-  return own === undefined ? delegationText(delegations) : `${own}\n\n${delegationText(delegations)}`;
+  const all = step.parallelDelegations ?? [];
+  if (all.length === 0) return own ?? '';
+  const active =
+    context === undefined
+      ? all
+      : all.filter((d) => {
+          if (d.runCondition === undefined) return true;
+          // Kept as written (delegations are WorkRail's loose objects): one that is not a condition
+          // never holds, as WorkRail's evaluator answers false for it.
+          const condition = ConditionSchema.safeParse(d.runCondition);
+          return condition.success && evaluateCondition(condition.data, context);
+        });
+  const text = active.length > 0 ? delegationText(active) : NO_DELEGATION;
+  return own === undefined ? text : `${own}\n\n${text}`;
 }
+
+const NO_DELEGATION =
+  'No part of this step applies to this context (every delegation has a condition that does not hold): report that and move on.';
 
 /** A parallel step's instruction: the hand-offs to run side by side, then bringing their results together. */
 function delegationText(delegations: NonNullable<PromptStep['parallelDelegations']>): string {
@@ -169,7 +288,11 @@ function delegationText(delegations: NonNullable<PromptStep['parallelDelegations
     const args = Object.entries(d.args ?? {})
       .map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`)
       .join('; ');
-    return `${i + 1}. ${who}${tier}${args ? `, with ${args}` : ''}`;
+    // contextMapping: context values the sub-agent receives, named by the key it reads them under.
+    const mapped = Object.entries(asRecord(d.contextMapping))
+      .map(([from, to]) => (from === to ? from : `${String(to)} (context ${from})`))
+      .join(', ');
+    return `${i + 1}. ${who}${tier}${args ? `, with ${args}` : ''}${mapped ? `; give it ${mapped} from the context` : ''}`;
   });
   return [
     'Hand these independent parts to sub-agents side by side when you can (otherwise do them one after another yourself):',
@@ -229,7 +352,7 @@ export function describeFunction(def: FunctionDefinition): string {
 // ---------------------------------------------------------------------------------------------
 // Artifacts the agent reports: the loop-control contract and assessments
 
-export const LOOP_CONTROL_CONTRACT = 'wr.contracts.loop_control';
+export { LOOP_CONTROL_CONTRACT };
 export const ASSESSMENT_CONTRACT = 'wr.contracts.assessment';
 export const LOOP_CONTROL_KIND = 'wr.loop_control';
 export const ASSESSMENT_KIND = 'wr.assessment';
@@ -241,7 +364,10 @@ export type LoopDecision = 'continue' | 'stop';
 
 export interface ReportedOutput {
   summary: string;
-  artifacts?: readonly (string | { type: string; content: string })[] | undefined;
+  /** Ids, stored artifacts (`type` a `wr.` kind, JSON `content`), or WorkRail's own `{kind, ...}` objects. */
+  artifacts?:
+    | readonly (string | { type: string; content: string } | ({ kind: string } & Record<string, unknown>))[]
+    | undefined;
 }
 
 const FENCE = /```(?:json)?[ \t]*\n([\s\S]*?)```/g;
@@ -265,20 +391,27 @@ function collect(value: unknown, into: Record<string, unknown>[]): void {
 }
 
 /**
- * The WorkRail artifacts in a step output: `{"artifacts": [...]}` (or one `{kind, ...}` object) as the
- * whole summary or in a ```json block of it, and stored artifacts whose type is a `wr.` kind with JSON
- * content.
+ * The WorkRail artifacts in a step output: WorkRail's own `{kind, ...}` objects in `output.artifacts`
+ * first, then `{"artifacts": [...]}` (or one `{kind, ...}` object) as the whole summary or in a
+ * ```json block of it, and stored artifacts whose type is a `wr.` kind with JSON content.
  */
 export function reportedArtifacts(output: ReportedOutput): Record<string, unknown>[] {
   const found: Record<string, unknown>[] = [];
-  const text = output.summary.trim();
-  if (text.startsWith('{')) collect(tryJson(text), found);
-  if (found.length === 0 && text.includes('```')) {
-    for (const m of text.matchAll(FENCE)) collect(tryJson(m[1] ?? ''), found);
-  }
   for (const a of output.artifacts ?? []) {
-    if (typeof a === 'string' || !a.type.startsWith('wr.')) continue;
-    const content = asRecord(tryJson(a.content));
+    if (typeof a !== 'string' && typeof (a as { kind?: unknown }).kind === 'string')
+      found.push(a as Record<string, unknown>);
+  }
+  const text = output.summary.trim();
+  const inText: Record<string, unknown>[] = [];
+  if (text.startsWith('{')) collect(tryJson(text), inText);
+  if (inText.length === 0 && text.includes('```')) {
+    for (const m of text.matchAll(FENCE)) collect(tryJson(m[1] ?? ''), inText);
+  }
+  found.push(...inText);
+  for (const a of output.artifacts ?? []) {
+    if (typeof a === 'string' || !('type' in a) || typeof a.type !== 'string' || !a.type.startsWith('wr.'))
+      continue;
+    const content = asRecord(tryJson(String(a.content)));
     found.push({ ...content, kind: a.type });
   }
   return found;
@@ -296,7 +429,13 @@ function reportedLevels(artifact: Record<string, unknown>): Record<string, unkno
     }
     return out;
   }
-  return asRecord(dims);
+  // A dimension is a level, or {level, rationale} as WorkRail also takes it.
+  return Object.fromEntries(
+    Object.entries(asRecord(dims)).map(([id, v]) => [
+      id,
+      typeof v === 'object' && v !== null && !Array.isArray(v) ? asRecord(v).level : v,
+    ]),
+  );
 }
 
 export interface SubmissionCheck {
@@ -329,6 +468,11 @@ export function checkSubmission(
   if (!hasWorkrailChecks(step)) return result;
   const artifacts = reportedArtifacts(output);
   const contract = step.outputContract;
+  if (contract !== undefined && contract.contractRef !== LOOP_CONTROL_CONTRACT) {
+    const checked = checkContract(contract.contractRef, artifacts, contract.required !== false);
+    result.issues.push(...checked.issues);
+    result.suggestions.push(...checked.suggestions);
+  }
   if (contract?.contractRef === LOOP_CONTROL_CONTRACT) {
     const control = artifacts.filter((a) => a.kind === LOOP_CONTROL_KIND).at(-1);
     const decision = control?.decision;
@@ -397,10 +541,11 @@ function assessmentHint(def: Assessment): string {
 /** What the step guidance tells the agent to report: the contract artifact and each assessment. */
 export function reportingInstructions(workflow: Workflow, step: PromptStep): string[] {
   const out: string[] = [];
-  if (step.outputContract?.contractRef === LOOP_CONTROL_CONTRACT) {
-    out.push(
-      `Loop decision${step.outputContract.required === false ? ' (optional)' : ''}: ${LOOP_CONTROL_HINT}`,
-    );
+  const contract = step.outputContract;
+  if (contract?.contractRef === LOOP_CONTROL_CONTRACT) {
+    out.push(`Loop decision${contract.required === false ? ' (optional)' : ''}: ${LOOP_CONTROL_HINT}`);
+  } else if (contract !== undefined && knownContract(contract.contractRef)) {
+    out.push(contractInstruction(contract.contractRef, contract.required !== false));
   }
   const defs = new Map((workflow.assessments ?? []).map((a) => [a.id, a]));
   for (const ref of step.assessmentRefs ?? []) {
@@ -595,7 +740,7 @@ export function workrailWarnings(workflow: Workflow): Violation[] {
     if (step.parallelDelegations !== undefined)
       note('parallelDelegations (no sub-agents are spawned)', `${path}/parallelDelegations`);
     const contract = (step.outputContract as { contractRef?: unknown } | undefined)?.contractRef;
-    if (typeof contract === 'string' && contract !== LOOP_CONTROL_CONTRACT)
+    if (typeof contract === 'string' && !knownContract(contract))
       note(`outputContract ${contract}`, `${path}/outputContract`);
     const blocks = step.promptBlocks as PromptBlocks | undefined;
     for (const block of Object.values(blocks ?? {})) {

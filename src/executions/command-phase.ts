@@ -5,7 +5,7 @@ import type { CommandStepRunner, StepRun } from '../catalogs/command-steps.js';
 import type { HttpCall } from '../catalogs/http-runner.js';
 import { asRecord, type Context } from '../engine/conditions.js';
 import { type DomainError, DomainFailure, fail } from '../engine/errors.js';
-import { findActionStep, nextStep } from '../engine/next-step.js';
+import { findActionStep, type nextStep } from '../engine/next-step.js';
 import { type CommandStep, isCommandStep } from '../model/workflow.js';
 import type { ExecutionRecord, StoreWriter } from '../store/execution-store.js';
 import type { Caller, CommandRun, CommandWait } from './execution-model.js';
@@ -58,7 +58,9 @@ export class CommandPhase {
 
   constructor(
     private readonly machine: StepMachine,
-    private readonly commands: { runner: CommandStepRunner; catalogs: CatalogRegistry } | undefined,
+    private readonly commands:
+      | { runner: Pick<CommandStepRunner, 'run'>; catalogs: Pick<CatalogRegistry, 'get' | 'ready'> }
+      | undefined,
   ) {}
 
   async run(executionId: string, caller: Caller): Promise<CommandPhaseResult> {
@@ -198,7 +200,18 @@ export class CommandPhase {
         ...exec.context,
         steps: { ...asRecord(exec.context.steps), [step.id]: result.output },
       };
-      const next = nextStep(workflow, [...exec.completed_steps, step.id], context);
+      let next: ReturnType<typeof nextStep>;
+      try {
+        next = machine.walk(workflow, [...exec.completed_steps, step.id], context);
+      } catch (error) {
+        // A loop ahead reads a list or count the response did not provide: no agent can supply it here.
+        if (!(error instanceof DomainFailure) || error.error.code !== 'precondition_failed') throw error;
+        exec.completed_steps = [...exec.completed_steps, step.id];
+        exec.context = context;
+        await machine.transition(tx, exec, 'failed', `PRECONDITION_FAILED: ${error.error.message}`);
+        await tx.updateExecution(exec);
+        return;
+      }
       await machine.enterStep(tx, exec, workflow, next);
       await tx.updateExecution(exec);
     });

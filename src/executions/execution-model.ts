@@ -29,6 +29,9 @@ export interface Caller {
 
 export const localCaller = (): Caller => ({ principal: LOCAL_PRINCIPAL });
 
+/** A WorkRail artifact as WorkRail takes it: `kind` and the contract's fields (kept as a JSON data artifact). */
+export type KindArtifact = { kind: string } & Record<string, unknown>;
+
 export type ArtifactInput =
   | string
   | {
@@ -37,7 +40,38 @@ export type ArtifactInput =
       content: string;
       content_type?: string | undefined;
       metadata?: Record<string, unknown> | undefined;
+    }
+  | KindArtifact;
+
+/** How an artifact is kept: a WorkRail artifact becomes a JSON `data` artifact named by its kind. */
+export function storedArtifact(a: Exclude<ArtifactInput, string>) {
+  if ('kind' in a && typeof a.kind === 'string' && !('content' in a)) {
+    return {
+      type: 'data' as const,
+      name: a.kind,
+      content: JSON.stringify(a),
+      content_type: 'application/json',
+      metadata: undefined,
     };
+  }
+  return a as Exclude<ArtifactInput, string | KindArtifact>;
+}
+
+/** A step's criteria result with the context check added: every problem is reported at once. */
+export function withContextCheck(
+  validation: ValidationResult,
+  check: { issues: string[] },
+): ValidationResult {
+  if (check.issues.length === 0) return validation;
+  return {
+    valid: false,
+    issues: [...validation.issues, ...check.issues],
+    suggestions: [
+      ...validation.suggestions,
+      'Set the context values as the fill of the call in next says (text compares ignoring case).',
+    ],
+  };
+}
 
 export interface StepOutput {
   summary: string;
@@ -58,9 +92,12 @@ export interface StepView {
   loop?: LoopPosition;
   notices?: string[];
   /**
-   * Context variables the agent is expected to report with this step (`output.context.<name>`): those
-   * the enclosing loop's condition reads, which only the agent can know.
+   * What only the agent can supply when it reports the step (the `fill` of its workflow_next_step call):
+   * the summary, the context variables later conditions and loops read, the artifacts its contracts
+   * require. Absent from replay records written before it existed (see `reports`).
    */
+  fill?: Record<string, string>;
+  /** Replay records written before `fill`: the loop variables the agent was asked to report. */
   reports?: { name: string; hint: string }[];
 }
 
@@ -127,6 +164,8 @@ export type Outcome =
       step_name: string;
       validation: ValidationResult;
       token: string | null;
+      /** The fill of the retry: what the step asks for, and what the refusal named. */
+      fill?: Record<string, string>;
     }
   | {
       v: 1;
@@ -196,13 +235,14 @@ export function checkArtifacts(artifacts: readonly ArtifactInput[]): void {
   let total = 0;
   for (const a of artifacts) {
     if (typeof a === 'string') continue;
-    const size = Buffer.byteLength(a.content);
+    const stored = storedArtifact(a);
+    const size = Buffer.byteLength(stored.content);
     total += size;
     if (size > MAX_ARTIFACT_BYTES) {
       fail({
         code: 'invalid_params',
         message: 'Invalid params',
-        details: `artifact '${a.name}' is ${size} bytes; the limit is ${MAX_ARTIFACT_BYTES} bytes per artifact`,
+        details: `artifact '${stored.name}' is ${size} bytes; the limit is ${MAX_ARTIFACT_BYTES} bytes per artifact`,
       });
     }
   }

@@ -56,7 +56,13 @@ export interface ExecutionListFilter {
 }
 
 export interface ExecutionPage {
-  executions: (ExecutionSummary & { principal: string; current_seq: number })[];
+  executions: (ExecutionSummary & {
+    principal: string;
+    current_seq: number;
+    /** When it finished, and how long it took (null while unfinished). */
+    completed_at: string | null;
+    duration_ms: number | null;
+  })[];
   /** Where the next (older) page starts, when there is one. */
   older?: ExecutionCursor;
   /** Where the previous (newer) page ends, when there is one. */
@@ -261,6 +267,8 @@ export class ExecutionQueries {
       ...summary(h),
       principal: h.principal,
       current_seq: h.current_seq,
+      completed_at: h.completed_at,
+      duration_ms: h.duration_ms,
     });
     const cursor = (h: ExecutionHead | undefined) =>
       h === undefined ? undefined : { updated_at: h.updated_at, execution_id: h.execution_id };

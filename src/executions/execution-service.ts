@@ -4,9 +4,18 @@ import type { CommandStepRunner } from '../catalogs/command-steps.js';
 import { InputChecker } from '../catalogs/input-check.js';
 import { requiredCatalogs } from '../catalogs/requirements.js';
 import { asRecord, type Context } from '../engine/conditions.js';
+import { checkContextValues, refuseContext } from '../engine/context-needs.js';
 import { DomainFailure, fail } from '../engine/errors.js';
-import { findActionStep, findPromptStep, nextStep } from '../engine/next-step.js';
-import { canTransition, type ExecutionState, isTerminal, TRANSITIONS } from '../engine/state-machine.js';
+import { stepFill } from '../engine/fill.js';
+import { findActionStep, findPromptStep, nextStep, type WalkObserver } from '../engine/next-step.js';
+import {
+  canTransition,
+  type ExecutionState,
+  isTerminal,
+  type RequestableState,
+  requestableFrom,
+  TRANSITIONS,
+} from '../engine/state-machine.js';
 import type { ValidationEngine, ValidationResult } from '../engine/validation-engine.js';
 import { checkSubmission, recordDecision, withSubmissionCheck } from '../engine/workrail.js';
 import { isCommandStep, type Workflow } from '../model/workflow.js';
@@ -25,6 +34,8 @@ import {
   outputForTemplates,
   type StepOutput,
   type StepView,
+  storedArtifact,
+  withContextCheck,
 } from './execution-model.js';
 import { ExecutionQueries } from './execution-queries.js';
 
@@ -40,8 +51,11 @@ export interface ExecutionDeps {
   personas: PersonaRegistry;
   engine: ValidationEngine;
   tokens: TokenService;
-  /** Runs command steps; without it a command step waits with `unknown_command`. */
-  commands?: { runner: CommandStepRunner; catalogs: CatalogRegistry };
+  /**
+   * Runs command steps; without it a command step waits with `unknown_command`. The workflow tests give
+   * canned responses through the same runner and catalogs that say every catalog is installed.
+   */
+  commands?: { runner: Pick<CommandStepRunner, 'run'>; catalogs: Pick<CatalogRegistry, 'get' | 'ready'> };
   /** Environment variables templates may read. */
   allowedEnv?: Record<string, string>;
   /**
@@ -49,6 +63,8 @@ export interface ExecutionDeps {
    * rules are checked but providers are not asked.
    */
   inputs?: InputChecker;
+  /** Told what each walk that moves an execution decided (the workflow tests' coverage). */
+  observe?: WalkObserver;
 }
 
 export interface StartInput {
@@ -57,7 +73,7 @@ export interface StartInput {
   context?: Context | undefined;
   inputs?: Record<string, unknown> | undefined;
   /** A validated definition to run instead of the registry's (a manifest given inline), with its hash. */
-  definition?: { workflow: Workflow; hash: string } | undefined;
+  definition?: { workflow: Workflow; hash: string; definitionHash?: string | undefined } | undefined;
 }
 
 /**
@@ -78,6 +94,7 @@ export class ExecutionService {
       personas: deps.personas,
       tokens: deps.tokens,
       allowedEnv: deps.allowedEnv ?? {},
+      observe: deps.observe,
     });
     this.commandPhase = new CommandPhase(this.machine, deps.commands);
     this.queries = new ExecutionQueries(deps.store, (exec) => this.machine.definition(exec));
@@ -105,6 +122,9 @@ export class ExecutionService {
     const workflow = entry.workflow;
     this.checkRequirements(workflow);
     this.machine.refuseOwnedKeys(workflow, input.context, 'context');
+    // A value conditions read that cannot match what they compare it with is refused before anything starts.
+    const given = checkContextValues(workflow, input.context, 'context.');
+    if (given.issues.length > 0) refuseContext(workflow, given);
     const context: Context = { ...(input.context ?? {}) };
     if (workflow.inputs !== undefined || input.inputs !== undefined) {
       const checker =
@@ -130,13 +150,15 @@ export class ExecutionService {
       const raced = await tx.getExecution(executionId);
       if (raced) return this.existingStart(raced, input.workflow_id, caller, tx);
       const at = nowIso();
-      await tx.pinDefinition(entry.hash, workflow.id, JSON.stringify(workflow));
-      this.machine.remember(entry.hash, workflow);
+      // The file's hash, or the expanded definition's when routines were expanded into it.
+      const pin = entry.definitionHash ?? entry.hash;
+      await tx.pinDefinition(pin, workflow.id, JSON.stringify(workflow));
+      this.machine.remember(pin, workflow);
       const exec: ExecutionRecord = {
         execution_id: executionId,
         principal: caller.principal,
         workflow_name: workflow.id,
-        definition_hash: entry.hash,
+        definition_hash: pin,
         state: 'idle',
         current_step: null,
         current_seq: 0,
@@ -155,11 +177,16 @@ export class ExecutionService {
       await tx.insertExecution(exec);
       await this.machine.event(tx, 'workflow_created', exec, null, {
         workflow_name: workflow.id,
-        definition_hash: entry.hash,
+        definition_hash: pin,
       });
       await this.machine.transition(tx, exec, 'running');
       await this.machine.event(tx, 'workflow_started', exec, null, { workflow_name: workflow.id });
-      const view = await this.machine.enterStep(tx, exec, workflow, nextStep(workflow, [], exec.context));
+      const view = await this.machine.enterStep(
+        tx,
+        exec,
+        workflow,
+        this.machine.walk(workflow, [], exec.context),
+      );
       await tx.updateExecution(exec);
       if (view === 'command') return 'command';
       return this.outcome(exec, view, 'started', []);
@@ -189,12 +216,13 @@ export class ExecutionService {
     tx?: StoreWriter,
   ): Promise<Outcome> {
     if (exec.principal !== caller.principal) {
-      // Another principal's id: taken, but its existence is not ours to reveal.
+      // Another principal's id: its existence is not ours to reveal. Ids are one namespace, so the id
+      // cannot be given out again; the refusal is a plain invalid argument, with no execution named
+      // (no EXECUTION_STATE_CONFLICT, no state, no workflow), as for any id that cannot be used.
       fail({
-        code: 'state_conflict',
-        message: 'State error',
-        executionId: exec.execution_id,
-        details: `execution id ${exec.execution_id} cannot be used; choose another or omit it`,
+        code: 'invalid_params',
+        message: 'Invalid params',
+        details: `execution_id is not available; omit it (the server then makes one) or choose another`,
       });
     }
     if (exec.workflow_name !== workflowId) {
@@ -350,7 +378,7 @@ export class ExecutionService {
           message: 'State error',
           executionId: exec.execution_id,
           state: exec.state,
-          allowed: TRANSITIONS[exec.state],
+          allowed: requestableFrom(exec.state),
           details:
             exec.state === 'paused'
               ? 'the execution is paused; resume it with workflow_set_state {"state": "running"}'
@@ -389,9 +417,34 @@ export class ExecutionService {
       // a fired assessment consequence keeps the step current with its follow-up guidance.
       const reported = checkSubmission(workflow, step, output);
       validation = withSubmissionCheck(validation, reported);
+      // The values the output gives must fit what the conditions compare them with.
+      const contextCheck = checkContextValues(workflow, output.context, 'output.context.');
+      validation = withContextCheck(validation, contextCheck);
+      let named = contextCheck.variables;
+      let next: ReturnType<typeof nextStep> | undefined;
+      if (validation.valid) {
+        const recorded = outputForTemplates(output);
+        if (Object.keys(reported.assessments).length > 0) recorded.assessments = reported.assessments;
+        context.steps = { ...asRecord(context.steps), [step.id]: recorded };
+        if (reported.loopDecision) recordDecision(workflow, step.id, reported.loopDecision, context);
+        try {
+          next = machine.walk(workflow, [...exec.completed_steps, step.id], context);
+        } catch (error) {
+          // A loop ahead cannot start (its list or count is missing): the step stays current, fresh token.
+          if (!(error instanceof DomainFailure) || error.error.code !== 'precondition_failed') throw error;
+          validation = {
+            valid: false,
+            issues: [`PRECONDITION_FAILED: ${error.error.message}`],
+            suggestions: [
+              `Set output.context.${error.error.variable} to ${error.error.expected} and send the call in next again.`,
+            ],
+          };
+          named = [error.error.variable];
+        }
+      }
       const at = nowIso();
       let outcome: Outcome;
-      if (!validation.valid) {
+      if (!validation.valid || next === undefined) {
         row.attempts += 1;
         await tx.updateStep(row);
         await machine.event(tx, 'step_failed', exec, step.id, {
@@ -413,6 +466,7 @@ export class ExecutionService {
           step_name: step.id,
           validation,
           token: machine.liveToken(exec),
+          fill: stepFill(workflow, step, exec.context, 'durable', named),
         };
       } else {
         row.status = 'completed';
@@ -421,8 +475,9 @@ export class ExecutionService {
         row.attempts += 1;
         row.output = output;
         await tx.updateStep(row);
-        for (const artifact of output.artifacts ?? []) {
-          if (typeof artifact === 'string') continue;
+        for (const given of output.artifacts ?? []) {
+          if (typeof given === 'string') continue;
+          const artifact = storedArtifact(given);
           const content = artifact.content;
           const id = await tx.insertArtifact({
             execution_id: exec.execution_id,
@@ -440,11 +495,6 @@ export class ExecutionService {
           seq: row.seq,
           duration_ms: row.duration_ms,
         });
-        const recorded = outputForTemplates(output);
-        if (Object.keys(reported.assessments).length > 0) recorded.assessments = reported.assessments;
-        context.steps = { ...asRecord(context.steps), [step.id]: recorded };
-        if (reported.loopDecision) recordDecision(workflow, step.id, reported.loopDecision, context);
-        const next = nextStep(workflow, [...exec.completed_steps, step.id], context);
         const view = await machine.enterStep(tx, exec, workflow, next);
         await tx.updateExecution(exec);
         outcome =
@@ -466,27 +516,47 @@ export class ExecutionService {
   // ------------------------------------------------------------------------------------------
   // workflow_set_state
 
-  async setState(executionId: string, to: ExecutionState, reason: string | undefined, caller: Caller) {
+  /**
+   * A requested change of state (workflow_set_state, the dashboard): pause, resume, abandon or diverge.
+   * Never `completed` or `failed`: only the last step's accepted output completes an execution.
+   */
+  async setState(executionId: string, to: RequestableState, reason: string | undefined, caller: Caller) {
+    return this.move(executionId, to, reason, caller, requestableFrom);
+  }
+
+  /** The server's own verdict on an execution it was driving (a run or task that failed or died). */
+  async markFailed(executionId: string, reason: string, caller: Caller) {
+    return this.move(executionId, 'failed', reason, caller, (from) => [...TRANSITIONS[from]]);
+  }
+
+  private async move(
+    executionId: string,
+    to: ExecutionState,
+    reason: string | undefined,
+    caller: Caller,
+    allowedFrom: (from: ExecutionState) => readonly ExecutionState[],
+  ) {
     return this.deps.store.transaction(async (tx) => {
       const exec = await tx.getExecution(executionId);
       if (!exec || exec.principal !== caller.principal) {
         fail({ code: 'execution_not_found', message: 'Execution not found', executionId });
       }
       const from = exec.state;
-      if (from === to || !canTransition(from, to)) {
+      const allowed = allowedFrom(from);
+      if (from === to || !canTransition(from, to) || !allowed.includes(to)) {
         fail({
           code: 'state_conflict',
           message: 'State error',
           executionId,
           state: from,
-          allowed: TRANSITIONS[from],
-          details: `cannot go from ${from} to ${to}; allowed from ${from}: ${TRANSITIONS[from].join(', ') || 'none (terminal state)'}`,
+          allowed,
+          details: `cannot go from ${from} to ${to}; allowed from ${from}: ${allowed.join(', ') || 'none (terminal state)'}`,
         });
       }
       await this.machine.transition(tx, exec, to, reason);
       if (isTerminal(to)) {
         const row = await tx.getStep(executionId, exec.current_seq);
-        if (row && row.status === 'running' && to !== 'completed') {
+        if (row && row.status === 'running') {
           row.status = 'failed';
           row.completed_at = exec.updated_at;
           row.lease_owner = null;
@@ -499,7 +569,7 @@ export class ExecutionService {
         execution_id: executionId,
         previous_state: from,
         state: to,
-        allowed_next: [...TRANSITIONS[to]],
+        allowed_next: [...allowedFrom(to)],
       };
     });
   }
@@ -537,7 +607,8 @@ export class ExecutionService {
           exec.updated_at = nowIso();
           await tx.updateExecution(exec);
         }
-        view = machine.stepView(exec, workflow, nextStep(workflow, exec.completed_steps, exec.context));
+        // Back from a context reset: the persona and the metaGuidance in full again.
+        view = machine.stepView(exec, workflow, nextStep(workflow, exec.completed_steps, exec.context), true);
       }
       return {
         ...base,

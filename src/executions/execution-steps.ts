@@ -1,10 +1,12 @@
-import { type Context, conditionVariables } from '../engine/conditions.js';
+import { createHash } from 'node:crypto';
+import { asRecord, type Context } from '../engine/conditions.js';
 import { fail } from '../engine/errors.js';
+import { stepFill } from '../engine/fill.js';
 import { buildGuidance, contextScope } from '../engine/guidance.js';
-import { type nextStep, serverOwnedKeys } from '../engine/next-step.js';
+import { nextStep, serverOwnedKeys, type WalkObserver } from '../engine/next-step.js';
 import { type ExecutionState, isTerminal } from '../engine/state-machine.js';
 import { renderPreview, type TemplateScope } from '../engine/templating.js';
-import { isCommandStep, isLoopStep, type PromptStep, type Workflow } from '../model/workflow.js';
+import { isCommandStep, type PromptStep, type Workflow } from '../model/workflow.js';
 import type { ExecutionRecord, ExecutionStore, StoreReader, StoreWriter } from '../store/execution-store.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
 import { DEFAULT_AGENT, nowIso, plannedSteps, type StepView } from './execution-model.js';
@@ -16,30 +18,31 @@ export interface StepMachineDeps {
   tokens: TokenService;
   /** Environment variables templates may read. */
   allowedEnv: Record<string, string>;
+  /** Told what each walk that moves an execution decided (the workflow tests' coverage). */
+  observe?: WalkObserver | undefined;
 }
 
 const MAX_PINNED = 256;
 
 /**
- * The context variables a `while`/`until` loop's condition reads that only the agent can set (not the
- * server's own: inputs, step outputs, loop progress): without them the loop runs to its cap.
+ * What an execution's agent has been given in full (kept in its metadata under `sent`): the persona
+ * (name and content hash) and whether the workflow's metaGuidance went out, plus what the current
+ * step shows in full, so every later view of that step (after command steps, a replayed retry) says
+ * the same.
  */
-function reportedVariables(workflow: Workflow, loopId: string | undefined): { name: string; hint: string }[] {
-  if (loopId === undefined) return [];
-  const loop = workflow.steps.find((s) => s.id === loopId);
-  if (loop === undefined || !isLoopStep(loop)) return [];
-  const cfg = loop.loop;
-  if (cfg.type !== 'while' && cfg.type !== 'until') return [];
-  const owned = serverOwnedKeys(workflow);
-  const names = [...new Set(conditionVariables(cfg.condition).map((v) => v.split('.')[0] as string))];
-  const rule = `${cfg.type === 'until' ? 'repeats until' : 'goes on while'} ${JSON.stringify(cfg.condition)}`;
-  return names
-    .filter((name) => !owned.has(name))
-    .map((name) => ({
-      name,
-      hint: `optional: the value of ${name} now; the loop "${loop.title}" ${rule} (at most ${cfg.maxIterations} rounds)`,
-    }));
+interface Sent {
+  persona?: string;
+  meta?: boolean;
+  step?: { seq: number; persona: boolean; meta: boolean };
 }
+
+/** What a step view gives in full; the rest is named in one line. */
+export interface Shown {
+  persona: boolean;
+  meta: boolean;
+}
+
+const FULL: Shown = { persona: true, meta: true };
 
 /**
  * The machinery every execution transition shares: pinned definitions, entering a step (or completing),
@@ -78,6 +81,15 @@ export class StepMachine {
     if (this.pinned.size >= MAX_PINNED) this.pinned.clear();
     this.pinned.set(hash, workflow);
     return workflow;
+  }
+
+  /**
+   * The engine's choice of the step after `completed`, for a transition (start, an accepted output, a
+   * finished command step): the walk the observer, if any, is told about. Views of a step already
+   * entered call nextStep themselves and tell no one.
+   */
+  walk(workflow: Workflow, completed: readonly string[], context: Context): ReturnType<typeof nextStep> {
+    return nextStep(workflow, completed, context, this.deps.observe);
   }
 
   /** Refuses context keys the server owns (inputs, step outputs, loop progress and loop variables). */
@@ -120,6 +132,7 @@ export class StepMachine {
     exec.current_seq += 1;
     exec.current_step = next.step.id;
     const command = isCommandStep(next.step) ? next.step : undefined;
+    if (!command) this.recordSent(exec, workflow, next.step as PromptStep);
     const view = command ? undefined : this.stepView(exec, workflow, next);
     const agentName = view?.agent_name ?? 'server';
     await tx.insertStep({
@@ -151,8 +164,50 @@ export class StepMachine {
     return view;
   }
 
-  stepView(exec: ExecutionRecord, workflow: Workflow, next: ReturnType<typeof nextStep>): StepView {
+  /** The persona a step speaks as, keyed by name and content (an edited persona is a new one). */
+  private personaKey(step: PromptStep): string {
+    const name = step.agent ?? DEFAULT_AGENT;
+    const persona = this.deps.personas.get(name);
+    if (persona === undefined) return `${name}:missing`;
+    return `${name}:${createHash('sha256').update(persona.content).digest('hex').slice(0, 16)}`;
+  }
+
+  /**
+   * Entering an agent step: the persona goes out in full when it first appears or changes, the
+   * metaGuidance with the first step; the decision is kept for this step's views.
+   */
+  private recordSent(exec: ExecutionRecord, workflow: Workflow, step: PromptStep): void {
+    const sent = asRecord(exec.metadata.sent) as Sent;
+    const persona = this.personaKey(step);
+    const hasMeta = (workflow.metaGuidance?.length ?? 0) > 0;
+    const shown = { persona: sent.persona !== persona, meta: hasMeta && sent.meta !== true };
+    exec.metadata = {
+      ...exec.metadata,
+      sent: { persona, meta: sent.meta === true || hasMeta, step: { seq: exec.current_seq, ...shown } },
+    };
+  }
+
+  /** What the current step's views give in full (everything, where nothing was recorded). */
+  private shownNow(exec: ExecutionRecord): Shown {
+    const step = (asRecord(exec.metadata.sent) as Sent).step;
+    return step !== undefined && step.seq === exec.current_seq
+      ? { persona: step.persona, meta: step.meta }
+      : FULL;
+  }
+
+  /**
+   * The step to hand out. `full` (workflow_resume, the current_step resource: an agent back from a
+   * context reset) gives the persona and the metaGuidance in full; otherwise what was decided when the
+   * step was entered.
+   */
+  stepView(
+    exec: ExecutionRecord,
+    workflow: Workflow,
+    next: ReturnType<typeof nextStep>,
+    full = false,
+  ): StepView {
     const step = next.step as PromptStep;
+    const shown = full ? FULL : this.shownNow(exec);
     const guidance = buildGuidance(
       workflow,
       step,
@@ -160,19 +215,23 @@ export class StepMachine {
       next.loop,
       next.notices,
       this.scope(next.context),
+      { metaGuidance: shown.meta ? 'full' : 'reference' },
     );
     const agentName = step.agent ?? DEFAULT_AGENT;
     const persona = this.deps.personas.get(agentName);
     const missing = step.agent !== undefined && persona === undefined;
     const agentContent = [
-      persona ? persona.content : '',
+      persona
+        ? shown.persona
+          ? persona.content
+          : `Persona: ${agentName}, as given in full earlier in this execution.`
+        : '',
       missing ? `(Persona '${agentName}' is not installed; act as a careful generalist.)` : '',
       // The title is in the guidance, rendered (values shown as data): once, never as a raw template.
       `## Step ${exec.current_seq}\n\n${guidance.prompt}`,
     ]
       .filter(Boolean)
       .join('\n\n---\n\n');
-    const reports = reportedVariables(workflow, next.loop?.loopId);
     return {
       step_name: step.id,
       agent_name: agentName,
@@ -182,7 +241,7 @@ export class StepMachine {
       guidance,
       ...(next.loop ? { loop: next.loop } : {}),
       ...(next.notices.length > 0 ? { notices: next.notices } : {}),
-      ...(reports.length > 0 ? { reports } : {}),
+      fill: stepFill(workflow, step, next.context, 'durable'),
     };
   }
 

@@ -105,3 +105,41 @@ export function loadTokenSecret(dataDir: string, envSecret: string | undefined):
     throw new Error(`${file} is damaged (too short); delete it to generate a new secret`);
   return Buffer.from(secret, 'utf8');
 }
+
+/** The secret a store's tokens are signed with, and where it comes from (never the secret in a message). */
+export interface SigningSecret {
+  secret: Buffer;
+  /** `WORKFLOWLOOKUP_TOKEN_SECRET`, or the path of the data dir's secret file. */
+  source: string;
+}
+
+/**
+ * The secret the servers of a store sign with, without creating one: `WORKFLOWLOOKUP_TOKEN_SECRET`
+ * when set, else the secret file of the SQLite data dir `dataDir` if it exists (a PostgreSQL store has
+ * no data dir: pass undefined).
+ */
+export function existingTokenSecret(
+  dataDir: string | undefined,
+  envSecret: string | undefined,
+): SigningSecret | undefined {
+  if (envSecret !== undefined && envSecret !== '')
+    return { secret: Buffer.from(envSecret, 'utf8'), source: 'WORKFLOWLOOKUP_TOKEN_SECRET' };
+  if (dataDir === undefined) return undefined;
+  const file = join(dataDir, SECRET_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  return text.length >= 32 ? { secret: Buffer.from(text, 'utf8'), source: file } : undefined;
+}
+
+/**
+ * A fingerprint of a signing secret: two stores whose fingerprints match accept each other's tokens.
+ * An HMAC under the secret, so it tells nothing about the secret itself.
+ */
+export function secretFingerprint(secret: Buffer): string {
+  return createHmac('sha256', secret).update('workflowlookup token secret fingerprint').digest('base64url');
+}

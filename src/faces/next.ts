@@ -1,4 +1,6 @@
 import * as z from 'zod';
+import { contextNeeds, expectedValue } from '../engine/context-needs.js';
+import { DomainFailure, fail } from '../engine/errors.js';
 import type { InputResolution } from '../engine/inputs.js';
 import type { Workflow } from '../model/workflow.js';
 
@@ -40,13 +42,26 @@ export function resolveInputsCall(workflowId: string, inputs: readonly InputReso
   const fill: Record<string, string> = {};
   for (const input of inputs) {
     if (input.status === 'provided') given[input.name] = input.value;
-    if (input.status === 'provided' || input.status === 'default' || input.status === 'unset') continue;
+    // Nothing to fill for a value the workflow never asked for: the call simply leaves it out.
+    if (['provided', 'default', 'unset', 'undeclared'].includes(input.status)) continue;
     fill[`inputs.${input.name}`] = input.message ?? input.status;
   }
   return next(
     'workflow_resolve_inputs',
     { workflow_id: workflowId, inputs: given },
     Object.keys(fill).length > 0 ? fill : undefined,
+  );
+}
+
+/**
+ * What only the start context can set in time: variables the workflow reads before any step can set
+ * them (`context.<var>`, optional: unset, they take the paths where their conditions do not hold).
+ */
+export function startFill(workflow: Workflow): Record<string, string> | undefined {
+  const early = contextNeeds(workflow).variables.filter((v) => v.atStart);
+  if (early.length === 0) return undefined;
+  return Object.fromEntries(
+    early.map((v) => [`context.${v.path}`, `optional: ${expectedValue(v)} (read before the first step)`]),
   );
 }
 
@@ -58,7 +73,8 @@ export function startCall(workflow: Workflow): NextCall {
   const needed = Object.entries(workflow.inputs ?? {}).filter(
     ([, spec]) => spec.required === true && spec.default === undefined,
   );
-  if (workflow.inputs === undefined) return next('workflow_start', { workflow_id: workflow.id });
+  if (workflow.inputs === undefined)
+    return next('workflow_start', { workflow_id: workflow.id }, startFill(workflow));
   return next(
     'workflow_resolve_inputs',
     { workflow_id: workflow.id, inputs: {} },
@@ -66,4 +82,32 @@ export function startCall(workflow: Workflow): NextCall {
       ? Object.fromEntries(needed.map(([name, spec]) => [`inputs.${name}`, spec.description]))
       : undefined,
   );
+}
+
+/**
+ * Runs a call whose context may miss a variable the workflow needs (PRECONDITION_FAILED); the failure
+ * then carries the same call as its fix, without the refused value and with `fill` naming the variable
+ * (`context.<path>`), so nothing is left to guess.
+ */
+export async function retryingContext<T>(
+  tool: string,
+  args: Record<string, unknown>,
+  run: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (!(error instanceof DomainFailure) || error.error.code !== 'precondition_failed' || error.error.retry)
+      throw error;
+    const e = error.error;
+    const retry = structuredClone(args);
+    const keys = ['context', ...e.variable.split('.')];
+    let at: unknown = retry;
+    for (const key of keys.slice(0, -1)) at = (at as Record<string, unknown> | undefined)?.[key];
+    if (at !== null && typeof at === 'object') delete (at as Record<string, unknown>)[keys.at(-1) as string];
+    return fail({
+      ...e,
+      retry: { tool, arguments: retry, fill: { [`context.${e.variable}`]: e.expected } },
+    });
+  }
 }

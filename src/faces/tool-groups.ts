@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { fail } from '../engine/errors.js';
-import { defineTool, READ_ONLY, type ToolDefinition } from './tool.js';
+import { annotate, defineTool, type ToolDefinition } from './tool.js';
 
 /** What the tool needs from the connection: its groups, and the tools to describe. */
 export interface ToolCatalog {
@@ -18,7 +18,7 @@ export function toolGroupsTool(catalog: ToolCatalog): ToolDefinition {
     name: 'workflow_tools',
     title: 'Tool groups',
     description:
-      'Lists the tool groups (guidance, executions, authoring, automation, tasks). enable adds groups to tools/list and returns their tool definitions; every tool is callable even when not listed.',
+      'Lists the tool groups; enable lists more groups in tools/list and returns their definitions. Every tool is callable, listed or not.',
     inputSchema: z.strictObject({
       enable: z
         .array(z.string().min(1).max(32))
@@ -42,7 +42,8 @@ export function toolGroupsTool(catalog: ToolCatalog): ToolDefinition {
         .optional()
         .describe('Definitions of the tools of the groups asked for: name, description, inputSchema'),
     }),
-    annotations: READ_ONLY,
+    // enable lists more tools in this session's tools/list (listing them again changes nothing).
+    annotations: annotate({ changes: 'reversibly', repeatable: true, external: false }),
     handler: async ({ enable }, ctx) => {
       const groups = ctx.tools;
       if (groups === undefined) {

@@ -1,6 +1,8 @@
 import type * as z from 'zod';
+import { fail } from '../engine/errors.js';
 import type { Caller } from '../executions/execution-model.js';
 import type { ClientAbilities, TaskHandle } from '../runs/run-model.js';
+import type { TaskInputRequest } from '../store/execution-store.js';
 
 export interface ToolAnnotations {
   readOnlyHint: boolean;
@@ -19,12 +21,48 @@ export interface ToolContext {
   };
   /**
    * Asks the user a yes/no question through MCP elicitation (pushed before 2026-07-28, an
-   * `input_required` round trip on 2026-07-28). Absent when the client cannot be asked (no elicitation
-   * capability, or a direct JSON-RPC call).
+   * `input_required` round trip on 2026-07-28), on tools/call and direct methods alike. Absent when the
+   * client did not declare elicitation.
    */
-  confirm?: (message: string) => Promise<boolean>;
+  confirm?: (message: string) => Promise<ConfirmAnswer>;
   /** Present when the call runs as an MCP task: status reports, input requests, cancellation. */
   task?: TaskHandle;
+}
+
+/** What a confirmation question came back with: a yes, or why it is not one (declined, failed, ...). */
+export type ConfirmAnswer = { confirmed: true } | { confirmed: false; why: string };
+
+/**
+ * The one confirmation rule of every destructive tool: `confirm: true` in the arguments, else the user's
+ * yes through elicitation; anything else is `confirmation_required`, saying what happened (no way to
+ * ask, the user declined, the client failed the request) and how to confirm instead.
+ */
+export async function requireConfirmation(
+  ctx: ToolContext,
+  given: boolean | undefined,
+  ask: {
+    /** The question shown to the user. */
+    question: string;
+    /** What needs the yes, for the error ("deleting \"x\""). */
+    doing: string;
+    tool: string;
+    arguments: Record<string, unknown>;
+    workflowId?: string | undefined;
+  },
+): Promise<void> {
+  if (given === true) return;
+  const answer = ctx.confirm ? await ctx.confirm(ask.question) : undefined;
+  if (answer?.confirmed) return;
+  fail({
+    code: 'confirmation_required',
+    message:
+      answer === undefined
+        ? `${ask.doing} needs confirm: true`
+        : `${ask.doing} was not confirmed: ${answer.why}`,
+    tool: ask.tool,
+    arguments: Object.fromEntries(Object.entries(ask.arguments).filter(([, v]) => v !== undefined)),
+    ...(ask.workflowId !== undefined ? { workflowId: ask.workflowId } : {}),
+  });
 }
 
 /** What a task tool checks before its task exists (fail fast), and what the task record starts with. */
@@ -32,6 +70,13 @@ export interface TaskAdmission {
   caller: Caller;
   /** What the requesting client declared it can answer (sampling, elicitation). */
   can: ClientAbilities;
+  /** 2026-07-28: the answers a retried call carries to the requests of an earlier round. */
+  inputResponses?: Record<string, unknown> | undefined;
+  /**
+   * 2026-07-28: ends this round of the call with `input_required` (these requests), before any task
+   * exists; the client retries the call with the answers (multi round-trip, SEP-2322).
+   */
+  requireInput?: ((requests: Record<string, TaskInputRequest>) => never) | undefined;
 }
 
 export interface Admitted {
@@ -40,6 +85,8 @@ export interface Admitted {
   workflow_id?: string;
   /** The first status message. */
   summary?: string;
+  /** Arguments the task runs with instead of the call's (what the admission gathered). */
+  arguments?: Record<string, unknown>;
 }
 
 /** How a tool takes part in MCP tasks (`execution.taskSupport` in tools/list). */
@@ -83,6 +130,8 @@ export interface ToolDefinition<In extends z.ZodType = z.ZodType, Out extends z.
    * result's `message`, else the tool's title).
    */
   summarize?: (result: z.input<Out>) => string;
+  /** Fields a failed call's structured result carries beside `error` (seed 004's error return). */
+  errorFields?: (error: { code: number; message: string; data?: unknown }) => Record<string, unknown>;
 }
 
 /** Keeps each tool's handler checked against its own schemas while collecting them in one list. */
@@ -92,9 +141,33 @@ export function defineTool<In extends z.ZodType, Out extends z.ZodType>(
   return tool as unknown as ToolDefinition;
 }
 
-export const READ_ONLY: ToolAnnotations = {
-  readOnlyHint: true,
-  destructiveHint: false,
-  idempotentHint: true,
-  openWorldHint: false,
-};
+/**
+ * What a tool can do, the one fact its MCP annotations are derived from (`annotate`), each hint by the
+ * spec's definition:
+ * - `changes`: `nothing` (readOnlyHint); `reversibly`: creates, or changes what can be changed back
+ *   without loss (a rename, a pause, a tool group listed); `destructively`: can replace, delete or end
+ *   something for good, or runs command steps, which may call any operation of an imported API
+ *   (destructiveHint);
+ * - `repeatable`: calling again with the same arguments changes nothing more (idempotentHint);
+ * - `external`: reaches outside the server: the APIs command steps and input providers call, an
+ *   OpenAPI document fetched from a URL (openWorldHint).
+ */
+export interface ToolEffects {
+  changes: 'nothing' | 'reversibly' | 'destructively';
+  repeatable: boolean;
+  external: boolean;
+}
+
+export function annotate(effects: ToolEffects): ToolAnnotations {
+  const readOnly = effects.changes === 'nothing';
+  return {
+    readOnlyHint: readOnly,
+    destructiveHint: effects.changes === 'destructively',
+    // A tool that changes nothing has no effect to repeat.
+    idempotentHint: readOnly || effects.repeatable,
+    openWorldHint: effects.external,
+  };
+}
+
+/** Reads what the server keeps, nothing else. */
+export const READ_ONLY: ToolAnnotations = annotate({ changes: 'nothing', repeatable: true, external: false });

@@ -10,9 +10,12 @@ import type { ToolDefinition } from '../faces/tool.js';
  * generated from `aliasRows` (test/docs.test.ts keeps them in step).
  */
 
-/** Tool name aliases (the dotted names of seeds 003/004): alias → canonical tool. */
-export function toolAliases(tools: readonly ToolDefinition[]): Record<string, string> {
-  return Object.fromEntries(tools.flatMap((t) => (t.aliases ?? []).map((a) => [a, t.name])));
+/**
+ * Tool name aliases (the dotted names of seeds 003/004): alias → canonical tool. A Map, because it
+ * is looked up with the client's text: on a plain object `constructor` or `__proto__` would be found.
+ */
+export function toolAliases(tools: readonly ToolDefinition[]): ReadonlyMap<string, string> {
+  return new Map(tools.flatMap((t) => (t.aliases ?? []).map((a) => [a, t.name] as const)));
 }
 
 /**

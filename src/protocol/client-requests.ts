@@ -2,11 +2,12 @@ import {
   CLIENT_CAPABILITIES_META_KEY,
   type InputRequiredResult,
   inputRequired,
-  inputResponse,
   type McpServer,
   PROTOCOL_VERSION_META_KEY,
+  type RequestOptions,
   type ServerContext,
 } from '@modelcontextprotocol/server';
+import type { ConfirmAnswer } from '../faces/tool.js';
 import type { ClientAbilities } from '../runs/run-model.js';
 
 /** The 2026-07-28 tasks extension a client declares in each request's `_meta` envelope. */
@@ -18,11 +19,21 @@ interface EnvelopeCapabilities {
   extensions?: Record<string, unknown>;
 }
 
-/** The request's `_meta` envelope client capabilities (2026-07-28), or undefined for an older revision. */
-function envelopeCapabilities(ctx: ServerContext): EnvelopeCapabilities | undefined {
-  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+/** An envelope's client capabilities (2026-07-28), or undefined for a request of an older revision. */
+function envelopeOf(meta: unknown): EnvelopeCapabilities | undefined {
+  const envelope = meta as Record<string, unknown> | undefined;
   if (envelope?.[PROTOCOL_VERSION_META_KEY] === undefined) return undefined;
   return (envelope[CLIENT_CAPABILITIES_META_KEY] as EnvelopeCapabilities | undefined) ?? {};
+}
+
+/** Whether a request's `_meta` is a 2026-07-28 envelope. */
+export function isModernEnvelope(meta: unknown): boolean {
+  return envelopeOf(meta) !== undefined;
+}
+
+/** The request's `_meta` envelope client capabilities (2026-07-28), or undefined for an older revision. */
+function envelopeCapabilities(ctx: ServerContext): EnvelopeCapabilities | undefined {
+  return envelopeOf(ctx.mcpReq.envelope);
 }
 
 /** Whether the request speaks 2026-07-28 (per-request envelope) rather than an `initialize` revision. */
@@ -61,31 +72,111 @@ export class InputRequiredSignal extends Error {
   }
 }
 
+type Confirm = (message: string) => Promise<ConfirmAnswer>;
+
+const CONFIRM_KEY = 'confirm';
+
+function confirmForm(message: string) {
+  return {
+    mode: 'form' as const,
+    message,
+    requestedSchema: {
+      type: 'object' as const,
+      properties: { confirm: { type: 'boolean' as const, title: 'Confirm', description: message } },
+      required: ['confirm'],
+    },
+  };
+}
+
+/**
+ * Reads an elicitation answer to a confirmation: only `accept` with `confirm: true` is a yes. Anything
+ * else (a decline, empty or malformed content, a value that is no elicitation result) is a no, with why.
+ */
+function readConfirmation(answer: unknown): ConfirmAnswer {
+  if (answer === null || typeof answer !== 'object') {
+    return { confirmed: false, why: 'the client answered with something that is not an elicitation result' };
+  }
+  const { action, content } = answer as { action?: unknown; content?: unknown };
+  if (action === 'decline') return { confirmed: false, why: 'the user declined' };
+  if (action === 'cancel') return { confirmed: false, why: 'the user cancelled' };
+  if (action !== 'accept') {
+    return {
+      confirmed: false,
+      why: `the client answered with action ${JSON.stringify(action) ?? 'undefined'}`,
+    };
+  }
+  const said =
+    content !== null && typeof content === 'object'
+      ? (content as Record<string, unknown>).confirm
+      : undefined;
+  if (said === true) return { confirmed: true };
+  return {
+    confirmed: false,
+    why: said === false ? 'the user answered no' : 'the accepted answer did not say confirm: true',
+  };
+}
+
+/**
+ * Confirmation pushed to the client (before 2026-07-28). A client that fails the request (a JSON-RPC
+ * error, a timeout, a connection gone) has not confirmed: that is the answer, never an internal error.
+ */
+function pushedConfirm(elicit: (params: ReturnType<typeof confirmForm>) => Promise<unknown>): Confirm {
+  return async (message) => {
+    let answer: unknown;
+    try {
+      answer = await elicit(confirmForm(message));
+    } catch (error) {
+      return {
+        confirmed: false,
+        why: `the client failed the confirmation request (${error instanceof Error ? error.message : String(error)})`,
+      };
+    }
+    return readConfirmation(answer);
+  };
+}
+
 /**
  * Yes/no confirmation on 2026-07-28, where servers cannot push requests: the first call answers
  * `input_required` with a form elicitation under the key `confirm`; the retried call reads the answer.
- * Undefined when the client did not declare elicitation (the tool then needs `confirm: true`).
+ * Undefined when the request did not declare elicitation (the tool then needs `confirm: true`).
  */
-export function roundTripConfirm(ctx: ServerContext): ((message: string) => Promise<boolean>) | undefined {
-  const caps = envelopeCapabilities(ctx);
-  if (caps?.elicitation === undefined) return undefined;
+function roundTripConfirm(
+  envelope: EnvelopeCapabilities | undefined,
+  inputResponses: unknown,
+): Confirm | undefined {
+  if (envelope?.elicitation === undefined) return undefined;
   return async (message) => {
-    const answer = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
-    if (answer.kind === 'elicit') return answer.action === 'accept' && answer.content?.confirm === true;
+    const responses =
+      inputResponses !== null && typeof inputResponses === 'object'
+        ? (inputResponses as Record<string, unknown>)
+        : undefined;
+    if (responses !== undefined && Object.hasOwn(responses, CONFIRM_KEY)) {
+      return readConfirmation(responses[CONFIRM_KEY]);
+    }
     throw new InputRequiredSignal(
-      inputRequired({
-        inputRequests: {
-          confirm: inputRequired.elicit({
-            mode: 'form',
-            message,
-            requestedSchema: {
-              type: 'object',
-              properties: { confirm: { type: 'boolean', title: 'Confirm', description: message } },
-              required: ['confirm'],
-            },
-          }),
-        },
-      }),
+      inputRequired({ inputRequests: { [CONFIRM_KEY]: inputRequired.elicit(confirmForm(message)) } }),
     );
   };
+}
+
+/**
+ * How a tool asks the user to confirm, the same for every entry (tools/call and direct methods): an
+ * `input_required` round trip where the request speaks 2026-07-28 and declares elicitation; a pushed
+ * elicitation where the client declared it at `initialize`; otherwise none (the tool needs `confirm: true`).
+ */
+export function confirmationFor(
+  server: McpServer,
+  request: { envelope: unknown; inputResponses: unknown; signal: AbortSignal; id: string | number },
+): Confirm | undefined {
+  const envelope = envelopeOf(request.envelope);
+  if (envelope !== undefined) return roundTripConfirm(envelope, request.inputResponses);
+  if (server.server.getClientCapabilities()?.elicitation === undefined) return undefined;
+  // The request itself, not elicitInput: a bare `elicitation: {}` (form support before modes existed)
+  // is enough, and the answer is read here (readConfirmation) rather than rejected by the SDK.
+  return pushedConfirm((params) =>
+    server.server.request({ method: 'elicitation/create', params }, {
+      signal: request.signal,
+      relatedRequestId: request.id,
+    } as RequestOptions),
+  );
 }

@@ -91,9 +91,15 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     error_code: 'WORKFLOW_NOT_FOUND',
     category: 'not_found',
     retryable: false,
-    action: () => 'Call workflow_list {} to see the available workflow ids.',
-    fix: () => [next('workflow_list', {})],
-    legacy: (e) => ({ workflowId: e.workflowId }),
+    action: (e) =>
+      e.didYouMean?.[0] !== undefined
+        ? `Did you mean "${e.didYouMean[0]}"? workflow_get {"workflow_id": "${e.didYouMean[0]}"} shows it; workflow_list {} lists every workflow id.`
+        : 'Call workflow_list {} to see the available workflow ids.',
+    fix: (e) => [
+      ...(e.didYouMean?.[0] !== undefined ? [next('workflow_get', { workflow_id: e.didYouMean[0] })] : []),
+      next('workflow_list', {}),
+    ],
+    legacy: (e) => defined({ workflowId: e.workflowId, did_you_mean: e.didYouMean }),
     context: (e) => ({ workflow_id: e.workflowId }),
   },
   workflow_invalid: {
@@ -348,6 +354,19 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     legacy: (e) => ({ catalog: e.catalog }),
     context: () => ({}),
   },
+  precondition_failed: {
+    rpc: RpcCode.InvalidParams,
+    title: 'Precondition failed',
+    error_code: 'PRECONDITION_FAILED',
+    category: 'validation',
+    retryable: false,
+    action: (e) =>
+      `Set context['${e.variable}'] to ${e.expected}${e.retry ? ` and send the ${e.retry.tool} call in next (its fill names it)` : ''}; nothing advanced.`,
+    fix: (e) => (e.retry ? [next(e.retry.tool, e.retry.arguments, e.retry.fill)] : []),
+    legacy: (e) =>
+      defined({ workflowId: e.workflowId, variable: e.variable, expected: e.expected, loopId: e.loopId }),
+    context: (e) => defined({ workflow_id: e.workflowId, step_id: e.loopId }),
+  },
   inputs_not_ready: {
     rpc: RpcCode.InvalidParams,
     title: 'Inputs not ready',
@@ -404,6 +423,18 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
       missing: e.capabilities,
       requiredCapabilities: Object.fromEntries(e.capabilities.map((c) => [c, {}])),
     }),
+    context: () => ({}),
+  },
+  client_request_failed: {
+    // An outside party failed a request, as a failed command step does: -32000.
+    rpc: RpcCode.ServerError,
+    title: 'Client request failed',
+    error_code: 'CLIENT_REQUEST_FAILED',
+    category: 'execution',
+    retryable: true,
+    action: (e) =>
+      `The client refused or failed ${e.method} (${e.details}); call ${e.tool} again when it can answer (its user may have declined).`,
+    legacy: (e) => ({ tool: e.tool, method: e.method, details: e.details }),
     context: () => ({}),
   },
   task_not_found: {
@@ -505,7 +536,13 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], knownKeys: rea
           ? 'is required'
           : issue.message;
       if (issue.code === 'unrecognized_keys' && issue.path.length === 0 && knownKeys.length > 0) {
-        message = issue.keys.map((k) => `unknown argument "${k}"${didYouMean(k, knownKeys)}`).join('; ');
+        // A few, each cut short: the keys are the client's, as many and as long as it likes.
+        const shown = issue.keys.slice(0, 10).map((k) => {
+          const name = k.length > 200 ? `${k.slice(0, 200)}…` : k;
+          return `unknown argument "${name}"${didYouMean(k, knownKeys)}`;
+        });
+        if (issue.keys.length > 10) shown.push(`and ${issue.keys.length - 10} more unknown arguments`);
+        message = shown.join('; ');
       }
       // A message that already names its path ("workflow_name is required") is not prefixed again.
       return path && !message.startsWith(path) ? `${path} ${message}` : message;
@@ -514,7 +551,11 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], knownKeys: rea
 }
 
 /** A tools/call failure: an isError result carrying the same code and data as a direct call. */
-export function toToolErrorResult(error: RpcError): {
+export function toToolErrorResult(
+  error: RpcError,
+  /** Fields the tool's failures carry beside `error` (ToolDefinition.errorFields). */
+  extra: Record<string, unknown> = {},
+): {
   isError: true;
   content: { type: 'text'; text: string }[];
   structuredContent: Record<string, unknown>;
@@ -534,6 +575,6 @@ export function toToolErrorResult(error: RpcError): {
         text: `${summary} (${error.code}${data?.error_code ? ` ${data.error_code}` : ''})\n${JSON.stringify(payload)}`,
       },
     ],
-    structuredContent: { error: payload },
+    structuredContent: { ...extra, error: payload },
   };
 }

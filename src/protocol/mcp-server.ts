@@ -6,8 +6,7 @@ import {
   ResourceTemplate,
   type ServerContext,
   type StandardSchemaWithJSON,
-  UriTemplate,
-  type Variables,
+  type UriTemplate,
 } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { DomainFailure, fail } from '../engine/errors.js';
@@ -16,7 +15,12 @@ import type { PromptDefinition } from '../faces/prompt.js';
 import type { ResourceDefinition } from '../faces/resource.js';
 import type { ToolContext, ToolDefinition } from '../faces/tool.js';
 import { canonicalArguments } from './aliases.js';
-import { declaresExtension, InputRequiredSignal, roundTripConfirm } from './client-requests.js';
+import {
+  confirmationFor,
+  declaresExtension,
+  InputRequiredSignal,
+  isModernEnvelope,
+} from './client-requests.js';
 import {
   domainToRpc,
   formatIssues,
@@ -25,6 +29,10 @@ import {
   toRpcError,
   toToolErrorResult,
 } from './error-mapping.js';
+import { DEFAULT_LIMITS, MAX_SUBSCRIBE_URI_CHARS, Quota } from './limits.js';
+import { flatVariables, ResourceIndex } from './resource-match.js';
+import type { DirectCall, DirectHandler } from './rules.js';
+import { hasScope, resourceScope } from './scopes.js';
 import { installTasks, type TaskDriver } from './tasks-protocol.js';
 import { toolResult } from './tool-result.js';
 import type { ToolSwitch } from './tool-switch.js';
@@ -40,12 +48,12 @@ export function instructionsFor(tools: ToolSwitch): string {
   const parts = ['workflowlookup keeps you on the rails of a multi-step workflow.'];
   if (has('workflow_start', 'workflow_next_step')) {
     parts.push(
-      `Choose one${has('workflow_list') ? ' with workflow_list' : ''}, begin it with workflow_start {workflow_id}, do what agent_content says and report it with the workflow_next_step call in the answer's next (fill in output.summary).${has('workflow_resume') ? ' After a context reset, workflow_resume {execution_id} hands back the current step.' : ''}`,
+      `Choose one${has('workflow_list') ? ' with workflow_list' : ''}, begin it with workflow_start {workflow_id}, do what agent_content says and report it with the workflow_next_step call in the answer's next, filling in what its fill names (output.summary, the context variables later steps read).${has('workflow_resume') ? ' After a context reset, workflow_resume {execution_id} hands back the current step.' : ''}`,
     );
   }
   if (has('workflow_next')) {
     parts.push(
-      `Stateless guidance: workflow_next {workflowId, completedSteps, context} returns one step; send back the completedSteps and context it returns, plus the context variables the step sets${has('workflow_validate') ? ', and check a step output with workflow_validate' : ''}.`,
+      `Stateless guidance: workflow_next {workflowId, completedSteps, context} returns one step and, in next, the workflow_next call to send when it is done (fill names the context variables to add)${has('workflow_validate') ? ', and check a step output with workflow_validate' : ''}.`,
     );
   }
   if (has('workflow_validate_manifest', 'workflow_save')) {
@@ -115,14 +123,14 @@ function schemaKeys(schema: z.ZodType): string[] {
  * outputs are produced by handlers typed against the same schema (and checked in the tests), and
  * re-validating a 1,000-entry list on every call was the largest cost of `workflow_list`.
  */
-function publishOnly(schema: z.ZodType): StandardSchemaWithJSON {
+function publishOnly(schema: z.ZodType, compact = false): StandardSchemaWithJSON {
   const { jsonSchema } = (schema as unknown as StandardSchemaWithJSON)['~standard'];
   // tools/list repeats `$schema` in every input and output schema; 2020-12 is the MCP default anyway.
   const lean =
     (convert: (o: Parameters<typeof jsonSchema.input>[0]) => Record<string, unknown>) =>
     (options: Parameters<typeof jsonSchema.input>[0]) => {
       const { $schema: _drop, ...rest } = convert(options);
-      return rest;
+      return (compact ? structureOnly(rest) : withoutNoise(rest)) as Record<string, unknown>;
     };
   return {
     '~standard': {
@@ -134,12 +142,113 @@ function publishOnly(schema: z.ZodType): StandardSchemaWithJSON {
   };
 }
 
+/**
+ * A schema without what zod emits that says nothing: `propertyNames: {type: "string"}` (every JSON key
+ * is a string) and `additionalProperties: {}` (anything goes, the default).
+ */
+function withoutNoise(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withoutNoise);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'propertyNames') continue;
+    if (
+      key === 'additionalProperties' &&
+      typeof value === 'object' &&
+      value !== null &&
+      Object.keys(value).length === 0
+    )
+      continue;
+    out[key] =
+      key === 'properties'
+        ? Object.fromEntries(
+            Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, withoutNoise(v)]),
+          )
+        : withoutNoise(value);
+  }
+  return out;
+}
+
+/** Keywords an output schema keeps: what a value is, never how a server checks what it receives. */
+const STRUCTURE = new Set(['type', 'properties', 'items', 'required', 'enum', 'const', 'anyOf']);
+/**
+ * An output schema as published: its structure (types, required fields, enums) for the top-level fields
+ * and the items of the lists every answer has, nested fields as their type only, without descriptions (the tool's
+ * description and input schema give them) or limits. Seed 001 publishes output schemas in this form;
+ * the zod schema stays the handlers' full contract.
+ */
+function structureOnly(schema: unknown, depth = 0, item = false): unknown {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return schema;
+  const source = schema as Record<string, unknown>;
+  // `X or null` reads as one schema whose type admits null.
+  const options = source.anyOf;
+  if (Array.isArray(options) && options.length === 2 && options.some((o) => o?.type === 'null')) {
+    const other = structureOnly(
+      options.find((o) => o?.type !== 'null'),
+      depth,
+      item,
+    ) as Record<string, unknown>;
+    if (typeof other.type === 'string') return { ...other, type: [other.type, 'null'] };
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(source)) {
+    if (!STRUCTURE.has(key)) continue;
+    const expand = depth === 0 || (item && depth === 1);
+    if (key === 'properties') {
+      const fields = Object.entries(value as Record<string, unknown>);
+      const required = new Set(Array.isArray(source.required) ? (source.required as string[]) : []);
+      // Lists every answer has (workflows, next) show their items; optional ones only their type.
+      if (expand && fields.length > 0)
+        out.properties = Object.fromEntries(
+          fields.map(([k, v]) => [
+            k,
+            depth === 0 && !required.has(k) ? typeOnly(v) : structureOnly(v, depth + 1),
+          ]),
+        );
+    } else if (key === 'required') {
+      if (expand) out.required = value;
+    } else if (key === 'items') out.items = structureOnly(value, depth, true);
+    else if (key === 'anyOf') out.anyOf = (value as unknown[]).map((v) => structureOnly(v, depth, item));
+    else out[key] = value;
+  }
+  return out;
+}
+
+/** A field as its type alone (a list keeps its items' type). */
+function typeOnly(schema: unknown): unknown {
+  const compact = structureOnly(schema, 2) as Record<string, unknown>;
+  return compact.items === undefined ? compact : { ...compact, items: structureOnly(compact.items, 2) };
+}
+
 const NOT_FOUND = new Set([
   'execution_not_found',
   'workflow_not_found',
   'workflow_invalid',
   'step_not_found',
 ]);
+
+/** The scopes the transport authenticated the request with; undefined when it authenticates nobody. */
+const scopesOf = (ctx: ServerContext): readonly string[] | undefined => ctx.http?.authInfo?.scopes;
+
+/** Whether the caller may read `resource` (stdio, and HTTP without authentication, may read all). */
+function mayRead(ctx: ServerContext, resource: ResourceDefinition): boolean {
+  const scopes = scopesOf(ctx);
+  return scopes === undefined || hasScope(scopes, resourceScope(resource.name));
+}
+
+/**
+ * Refuses a read the caller's scopes do not allow. The HTTP transport answers 403 before this, with
+ * the same resolution; this check is made on the resource the SDK itself resolved, whatever the URI's
+ * spelling, so no spelling can get past it.
+ */
+function requireScope(ctx: ServerContext, resource: ResourceDefinition): void {
+  if (mayRead(ctx, resource)) return;
+  const needed = resourceScope(resource.name);
+  throw new ProtocolError(RpcCode.SecurityError, 'Insufficient scope', {
+    details: `reading ${resource.name} needs the "${needed}" scope`,
+    required_scope: needed,
+  });
+}
 
 /** Reads a resource; unknown ids become resource-not-found, other domain errors their JSON-RPC error. */
 async function readResource(
@@ -167,41 +276,6 @@ async function readResource(
 }
 
 /**
- * The SDK matches `{?a,b}` only when every query parameter is present, in order. This template
- * matches the path part with the SDK and reads any subset of the declared query parameters, in any
- * order; path variables never swallow a query string.
- */
-class QueryTolerantTemplate extends UriTemplate {
-  private readonly path: UriTemplate;
-  private readonly queryNames: string[];
-
-  constructor(template: string) {
-    super(template);
-    const query = /\{\?([^}]*)\}$/.exec(template);
-    this.queryNames = query?.[1]?.split(',').map((n) => n.trim()) ?? [];
-    this.path = new UriTemplate(query ? template.slice(0, query.index) : template);
-  }
-
-  override match(uri: string): Variables | null {
-    const q = uri.indexOf('?');
-    const vars = this.path.match(q === -1 ? uri : uri.slice(0, q));
-    if (vars === null) return null;
-    const params = new URLSearchParams(q === -1 ? '' : uri.slice(q + 1));
-    for (const name of this.queryNames) {
-      const value = params.get(name);
-      if (value !== null) vars[name] = value;
-    }
-    return vars;
-  }
-}
-
-function flatVariables(variables: Record<string, string | string[]>): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(variables).map(([k, v]) => [k, Array.isArray(v) ? (v[0] ?? '') : v]),
-  );
-}
-
-/**
  * Who calls: the principal the HTTP layer authenticated (carried in the auth info), else the one the
  * server was built for (the local user on stdio).
  */
@@ -216,32 +290,48 @@ function callerOf(ctx: ServerContext, parts: Pick<ServerParts, 'principal' | 'de
   };
 }
 
-/**
- * Elicitation, where the client declared it: pushed before 2026-07-28, a multi round-trip
- * `input_required` answer on 2026-07-28 (servers cannot send requests there).
- */
+/** What a tools/call handler is given: the caller, the connection's tool groups, and confirmation. */
 function toolContext(server: McpServer, ctx: ServerContext, parts: ServerParts): ToolContext {
-  const caller = callerOf(ctx, parts);
-  const tools = parts.tools;
-  const roundTrip = roundTripConfirm(ctx);
-  if (roundTrip) return { caller, tools, confirm: roundTrip };
-  const canElicit = server.server.getClientCapabilities()?.elicitation !== undefined;
-  if (!canElicit) return { caller, tools };
-  return {
-    caller,
-    tools,
-    confirm: async (message) => {
-      const answer = await ctx.mcpReq.elicitInput({
-        mode: 'form',
-        message,
-        requestedSchema: {
-          type: 'object',
-          properties: { confirm: { type: 'boolean', title: 'Confirm', description: message } },
-          required: ['confirm'],
-        },
-      });
-      return answer.action === 'accept' && answer.content?.confirm === true;
-    },
+  const confirm = confirmationFor(server, {
+    envelope: ctx.mcpReq.envelope,
+    inputResponses: ctx.mcpReq.inputResponses,
+    signal: ctx.mcpReq.signal,
+    id: ctx.mcpReq.id,
+  });
+  return { caller: callerOf(ctx, parts), tools: parts.tools, ...(confirm ? { confirm } : {}) };
+}
+
+/**
+ * Direct JSON-RPC tool methods (seed 001: `"method": "workflow_purge_history"`), given what tools/call
+ * gives a handler: the caller, the connection's tool groups, and the same confirmation path (through
+ * the connection's SDK server, once it exists). On 2026-07-28 a confirmation answers `input_required`,
+ * and the retried request's `inputResponses` are the protocol's, not the tool's arguments.
+ */
+export function directCalls(options: {
+  runner: ToolRunner;
+  tools?: ToolSwitch | undefined;
+  server: () => McpServer | undefined;
+  caller: (call: DirectCall) => Caller;
+}): DirectHandler {
+  const { runner, tools } = options;
+  return async (method, params, call) => {
+    const server = options.server();
+    const modern = isModernEnvelope(call.meta);
+    const { inputResponses, requestState: _state, ...args } = (params ?? {}) as Record<string, unknown>;
+    const confirm =
+      server &&
+      confirmationFor(server, { envelope: call.meta, inputResponses, signal: call.signal, id: call.id });
+    const ctx: ToolContext = {
+      caller: options.caller(call),
+      ...(tools ? { tools } : {}),
+      ...(confirm ? { confirm } : {}),
+    };
+    try {
+      return await runner.run(method, modern ? args : params, ctx);
+    } catch (error) {
+      if (error instanceof InputRequiredSignal) return { result: error.result };
+      throw error;
+    }
   };
 }
 
@@ -308,30 +398,94 @@ export interface ServerParts {
   /** Workflow ids starting with a prefix, for prompt argument completion. */
   workflowIds: (prefix: string) => Promise<string[]>;
   version: string;
+  /** Registers the conformance suite's fixtures (`--conformance-fixtures`); returns the tools it listed. */
+  fixtures?: ((server: McpServer) => string[]) | undefined;
+  /** resources/subscribe bounds (default: DEFAULT_LIMITS, with a quota of this server's own). */
+  subscriptionLimits?: SubscriptionLimits | undefined;
 }
+
+/** Resources whose subscribers hear of changes: the definitions, which change on disk or by authoring. */
+const DEFINITION_RESOURCES = new Set([
+  'available_workflows',
+  'workflow_details',
+  'workflow.manifests',
+  'workflow.manifest',
+]);
+
+/** What a session may subscribe to: so many URIs itself, and its principal's share of the quota. */
+export interface SubscriptionLimits {
+  perSession: number;
+  /** Shared by every session of the app: subscriptions per principal. */
+  perPrincipal: Quota;
+}
+
+const tooMany = (details: string, limit: number) =>
+  new ProtocolError(RpcCode.ServerError, 'Too many subscriptions', { details, limit });
 
 /**
  * resources/subscribe (2025 era): a subscribed workflow resource gets notifications/resources/updated
- * when definitions change on disk or through the authoring tools.
+ * when definitions change on disk or through the authoring tools. A subscription names a resource the
+ * caller may read, resolved as resources/read resolves it and read once (so an unknown id, or another
+ * principal's execution, is not found); URIs are bounded in length, and subscriptions per session and
+ * per principal in number.
  */
-function subscriptions(server: McpServer, onDefinitionsChanged: ServerParts['onDefinitionsChanged']): void {
-  const subscribed = new Set<string>();
-  server.server.setRequestHandler('resources/subscribe', async (request) => {
-    subscribed.add(request.params.uri);
+function subscriptions(
+  server: McpServer,
+  index: ResourceIndex,
+  parts: ServerParts,
+  limits: SubscriptionLimits,
+): void {
+  /** Resolved URI → the URI as the client wrote it, the resource, and whose quota it counts against. */
+  const subscribed = new Map<string, { uri: string; resource: string; principal: string }>();
+  server.server.setRequestHandler('resources/subscribe', async (request, ctx) => {
+    const { uri } = request.params;
+    if (uri.length > MAX_SUBSCRIBE_URI_CHARS) {
+      throw new ProtocolError(RpcCode.InvalidParams, 'Invalid params', {
+        details: `the URI has ${uri.length} characters; a subscribable URI has at most ${MAX_SUBSCRIBE_URI_CHARS}`,
+      });
+    }
+    const found = index.resolve(uri);
+    if (found === undefined) {
+      throw new ResourceNotFoundError(
+        uri,
+        `Resource not found: no resource of this server is ${uri.slice(0, 200)}`,
+      );
+    }
+    requireScope(ctx, found.resource);
+    const caller = callerOf(ctx, parts);
+    // The resource must exist and be the caller's: the read answers not found otherwise.
+    await readResource(found.resource, found.url, found.variables, caller);
+    const key = found.url.href;
+    if (subscribed.has(key)) return {};
+    if (subscribed.size >= limits.perSession) {
+      throw tooMany(
+        `this session is subscribed to ${subscribed.size} resources, the most allowed (WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS); unsubscribe from one first`,
+        limits.perSession,
+      );
+    }
+    if (limits.perPrincipal.take(caller.principal) !== undefined) {
+      throw tooMany(
+        `${caller.principal} is subscribed to ${limits.perPrincipal.of(caller.principal)} resources over its sessions, the most allowed (WORKFLOWLOOKUP_MAX_SUBSCRIPTIONS_PER_PRINCIPAL); unsubscribe or close a session first`,
+        limits.perPrincipal.perPrincipal,
+      );
+    }
+    subscribed.set(key, { uri, resource: found.resource.name, principal: caller.principal });
     return {};
   });
   server.server.setRequestHandler('resources/unsubscribe', async (request) => {
-    subscribed.delete(request.params.uri);
+    const { uri } = request.params;
+    const key = uri.length > MAX_SUBSCRIBE_URI_CHARS ? undefined : index.resolve(uri)?.url.href;
+    const entry = key === undefined ? undefined : subscribed.get(key);
+    if (key !== undefined && entry !== undefined) {
+      subscribed.delete(key);
+      limits.perPrincipal.release(entry.principal);
+    }
     return {};
   });
-  const off = onDefinitionsChanged?.(() => {
+  const off = parts.onDefinitionsChanged?.(() => {
     if (!server.isConnected()) return;
-    for (const uri of subscribed) {
-      if (
-        /^workflowlookup:\/\/(workflow\/(available_workflows|workflow_details)|authoring\/manifests)/.test(
-          uri,
-        )
-      ) {
+    for (const { uri, resource } of subscribed.values()) {
+      if (DEFINITION_RESOURCES.has(resource)) {
         void server.server.sendResourceUpdated({ uri }).catch(() => undefined);
       }
     }
@@ -339,8 +493,28 @@ function subscriptions(server: McpServer, onDefinitionsChanged: ServerParts['onD
   const previous = server.server.onclose;
   server.server.onclose = () => {
     off?.();
+    for (const { principal } of subscribed.values()) limits.perPrincipal.release(principal);
+    subscribed.clear();
     previous?.();
   };
+}
+
+/**
+ * The SDK keeps its tools, prompts and resources in plain objects and looks them up with the client's
+ * text: without a prototype, `constructor` or `__proto__` is not found there (instead of being taken
+ * for a registered entry).
+ */
+function withoutPrototypes(server: McpServer): void {
+  const registries = server as unknown as Record<string, object>;
+  for (const name of [
+    '_registeredTools',
+    '_registeredPrompts',
+    '_registeredResources',
+    '_registeredResourceTemplates',
+  ]) {
+    const registry = registries[name];
+    if (registry !== undefined) Object.setPrototypeOf(registry, null);
+  }
 }
 
 /** Builds the SDK server with every tool, resource and prompt registered. */
@@ -353,17 +527,31 @@ export function createMcpServer(parts: ServerParts): McpServer {
     },
     {
       capabilities: {
-        tools: { listChanged: true },
+        // notifyProgress: seed 001's flag (progress notifications are sent for task tools).
+        tools: { listChanged: true, notifyProgress: true } as { listChanged: boolean },
         // resources/subscribe is a 2025-era request; 2026-07-28 clients listen through subscriptions/listen.
         resources: { listChanged: true, ...(parts.era !== 'modern' ? { subscribe: true } : {}) },
-        prompts: { listChanged: false },
+        // Our prompts never change; the conformance fixtures announce prompt list changes.
+        prompts: { listChanged: parts.fixtures !== undefined },
         logging: {},
       },
       instructions: instructionsFor(parts.tools),
     },
   );
+  withoutPrototypes(server);
+  const index = ResourceIndex.of(resources);
   for (const prompt of prompts) registerPrompt(server, prompt, workflowIds);
-  if (parts.era !== 'modern') subscriptions(server, parts.onDefinitionsChanged);
+  if (parts.era !== 'modern') {
+    subscriptions(
+      server,
+      index,
+      parts,
+      parts.subscriptionLimits ?? {
+        perSession: DEFAULT_LIMITS.subscriptionsPerSession,
+        perPrincipal: new Quota(Number.POSITIVE_INFINITY, DEFAULT_LIMITS.subscriptionsPerPrincipal),
+      },
+    );
+  }
   for (const resource of resources) {
     const meta = {
       title: resource.title,
@@ -372,31 +560,37 @@ export function createMcpServer(parts: ServerParts): McpServer {
       ...(resource.meta ? { _meta: resource.meta } : {}),
     };
     if (!resource.uri.includes('{')) {
-      server.registerResource(resource.name, resource.uri, meta, (uri, ctx) =>
-        readResource(resource, uri, {}, callerOf(ctx, parts)),
-      );
+      server.registerResource(resource.name, resource.uri, meta, (uri, ctx) => {
+        requireScope(ctx, resource);
+        return readResource(resource, uri, {}, callerOf(ctx, parts));
+      });
       continue;
     }
     const list = resource.list;
-    // The SDK passes no request context to list and complete callbacks: they act for the server's principal.
+    // The SDK passes no request context to complete callbacks: they act for the server's principal
+    // (the HTTP transport checks the template's scope before a completion).
     const caller: Caller = { principal };
     const complete = resource.complete
       ? Object.fromEntries(
           Object.entries(resource.complete).map(([name, fn]) => [name, (value: string) => fn(value, caller)]),
         )
       : undefined;
-    const template = new ResourceTemplate(new QueryTolerantTemplate(resource.uri), {
-      list: list ? async () => ({ resources: await list(caller) }) : undefined,
+    const template = new ResourceTemplate(index.templateOf(resource) as UriTemplate, {
+      // A principal without the resource's scope is not shown its instances either.
+      list: list
+        ? async (ctx) => ({ resources: mayRead(ctx, resource) ? await list(callerOf(ctx, parts)) : [] })
+        : undefined,
       ...(complete ? { complete } : {}),
     });
-    server.registerResource(resource.name, template, meta, (uri, variables, ctx) =>
-      readResource(
+    server.registerResource(resource.name, template, meta, (uri, variables, ctx) => {
+      requireScope(ctx, resource);
+      return readResource(
         resource,
         uri,
         flatVariables(variables as Record<string, string | string[]>),
         callerOf(ctx, parts),
-      ),
-    );
+      );
+    });
   }
   for (const tool of runner.tools) {
     const registered = server.registerTool(
@@ -405,8 +599,9 @@ export function createMcpServer(parts: ServerParts): McpServer {
         title: tool.title,
         description: tool.description,
         inputSchema: publishOnly(tool.inputSchema),
-        // No output schemas: they were most of tools/list's bytes, and clients read structuredContent
-        // without them. The zod output schemas stay the handlers' contract, checked in the tests.
+        // Seeds 001/002: every tool publishes its output schema ("complete input/output schemas"), in
+        // compact form (structure only) so the default list stays small.
+        outputSchema: publishOnly(tool.outputSchema, true),
         // The title once, at the top level (annotations.title is its older place; clients read either).
         annotations: tool.annotations,
         ...(tool.meta ? { _meta: tool.meta } : {}),
@@ -419,13 +614,14 @@ export function createMcpServer(parts: ServerParts): McpServer {
           if (error instanceof InputRequiredSignal) return error.result;
           throw error;
         }
-        if ('error' in outcome) return toToolErrorResult(outcome.error);
+        if ('error' in outcome) return toToolErrorResult(outcome.error, tool.errorFields?.(outcome.error));
         const structured = outcome.result as Record<string, unknown>;
         return toolResult(tool, structured);
       },
     );
     if (tool.task) registered.execution = { taskSupport: tool.task.support };
   }
+  const fixtureTools = new Set(parts.fixtures?.(server) ?? []);
   const driver = parts.tasks;
   if (driver) {
     installTasks(server, {
@@ -434,7 +630,7 @@ export function createMcpServer(parts: ServerParts): McpServer {
       detach: parts.detach,
     });
   }
-  listOnly(server, parts.tools);
+  listOnly(server, parts.tools, fixtureTools);
   return server;
 }
 
@@ -453,15 +649,15 @@ function withoutAppLinks<T extends { _meta?: Record<string, unknown> }>(tool: T)
   return (Object.keys(rest).length > 0 ? { ...plain, _meta: rest } : plain) as T;
 }
 
-/** tools/list shows the connection's listed groups; every registered tool stays callable. */
-function listOnly(server: McpServer, tools: ToolSwitch): void {
+/** tools/list shows the connection's listed groups (and fixtures); every registered tool stays callable. */
+function listOnly(server: McpServer, tools: ToolSwitch, fixtures: ReadonlySet<string>): void {
   const sdkList = (
     server.server as unknown as { _getRequestHandler(m: string): ListHandler | undefined }
   )._getRequestHandler('tools/list');
   if (sdkList === undefined) return;
   server.server.setRequestHandler('tools/list', async (request, ctx) => {
     const listed = await sdkList(request, ctx);
-    const shown = listed.tools.filter((t) => tools.listed(t.name));
+    const shown = listed.tools.filter((t) => tools.listed(t.name) || fixtures.has(t.name));
     // The MCP Apps links are for hosts that render views: other clients would only pay for the bytes.
     const apps = declaresExtension(server, ctx as ServerContext, APPS_EXTENSION);
     return { ...listed, tools: apps ? shown : shown.map(withoutAppLinks) } as never;

@@ -27,6 +27,13 @@ export const MAX_MESSAGE_DEPTH = 64;
  */
 const WAITS_ONLY = new Set(['tasks/result']);
 
+const NO_ALIASES: ReadonlyMap<string, string> = new Map();
+
+/** A client's name in an error's details: quoted, and cut short (it may be megabytes long). */
+function quoted(name: string): string {
+  return name.length > 200 ? `"${name.slice(0, 200)}…" (${name.length} characters)` : `"${name}"`;
+}
+
 /** Requests that are served before (or without) `initialize`. */
 const PRE_INIT_METHODS = new Set(['initialize', 'ping', 'server/discover', 'shutdown']);
 
@@ -53,6 +60,10 @@ export interface MessageChannel {
 
 /** What a request handled by the rules themselves (a direct tool call) is given. */
 export interface DirectCall {
+  /** The request's id, for requests the server sends the client about it (confirmation). */
+  id: Id;
+  /** The request's `_meta` (the 2026-07-28 envelope), kept apart from the tool's arguments. */
+  meta?: Json | undefined;
   signal: AbortSignal;
   /** What the transport knows of the request (the authenticated identity over HTTP). */
   extra?: MessageExtraInfo | undefined;
@@ -70,8 +81,13 @@ export interface RulesOptions {
   channel: MessageChannel;
   /** Tool names callable as plain JSON-RPC methods (seed 001 style). */
   directMethods: ReadonlySet<string>;
-  /** Alternative tool names (e.g. `workflow.start`) accepted on tools/call and as direct methods. */
-  aliases?: Readonly<Record<string, string>>;
+  /** Tool names tools/call may name (default: the direct methods); others are answered as unknown. */
+  tools?: ReadonlySet<string> | undefined;
+  /**
+   * Alternative tool names (e.g. `workflow.start`) accepted on tools/call and as direct methods. A Map:
+   * it is looked up with the client's text (`constructor` is no alias).
+   */
+  aliases?: ReadonlyMap<string, string>;
   direct: DirectHandler;
   /**
    * Seed 001 ordering: a request starts only after the previous one answered (or waits on the network),
@@ -301,12 +317,12 @@ export class ProtocolRules implements Transport {
 
   private dispatch(msg: Json & { id: Id; method: string }, extra?: MessageExtraInfo): void {
     const { id } = msg;
-    const aliases = this.opts.aliases ?? {};
-    const method = aliases[msg.method] ?? msg.method;
+    const aliases = this.opts.aliases ?? NO_ALIASES;
+    const method = aliases.get(msg.method) ?? msg.method;
     const params = msg.params as Json | undefined;
-    if (method === 'tools/call' && typeof params?.name === 'string' && aliases[params.name] !== undefined) {
-      params.name = aliases[params.name];
-    }
+    const toolAlias =
+      method === 'tools/call' && typeof params?.name === 'string' ? aliases.get(params.name) : undefined;
+    if (params !== undefined && toolAlias !== undefined) params.name = toolAlias;
     const p: Pending = {
       id,
       method,
@@ -327,13 +343,19 @@ export class ProtocolRules implements Transport {
     }
 
     if (this.opts.directMethods.has(method)) {
-      const call: DirectCall = { signal: p.abort.signal, extra, detach: () => this.detach(id) };
+      // The envelope (`_meta`) is the protocol's, not the tool's arguments.
+      const { _meta: meta, ...args } = params ?? {};
+      const call: DirectCall = {
+        id,
+        meta: meta as Json | undefined,
+        signal: p.abort.signal,
+        extra,
+        detach: () => this.detach(id),
+      };
       const reply = (answer: Json) => {
         if (p.cancelled) this.settle(p);
         else void this.answer(p, answer);
       };
-      // The envelope (`_meta`) is the protocol's, not the tool's arguments.
-      const { _meta: _envelope, ...args } = params ?? {};
       this.opts.direct(method, args, call).then(
         (outcome) => reply({ jsonrpc: '2.0', id, ...outcome }),
         (error: unknown) => {
@@ -349,30 +371,31 @@ export class ProtocolRules implements Transport {
   /** A tools/call naming no tool, answered with the closest names instead of the SDK's bare error. */
   private unknownTool(method: string, params: Json | undefined): RpcError | undefined {
     if (method !== 'tools/call' || typeof params?.name !== 'string') return undefined;
-    if (this.opts.directMethods.has(params.name)) return undefined;
+    if ((this.opts.tools ?? this.opts.directMethods).has(params.name)) return undefined;
     const hint = this.canonical(
-      closest(params.name, [...this.opts.directMethods, ...Object.keys(this.opts.aliases ?? {})]),
+      closest(params.name, [...this.opts.directMethods, ...(this.opts.aliases ?? NO_ALIASES).keys()]),
     );
-    return invalidParams(`unknown tool "${params.name}"${didYouMean(params.name, hint)}`, hint);
+    return invalidParams(`unknown tool ${quoted(params.name)}${didYouMean(params.name, hint)}`, hint);
   }
 
   /** Adds the nearest method names to a method-not-found error. */
   private suggest(error: RpcError, method: string): void {
     if (error.code !== RpcCode.MethodNotFound) return;
-    const names = [...this.opts.directMethods, ...Object.keys(this.opts.aliases ?? {}), ...SDK_METHODS];
-    const hint = this.canonical(closest(method, names));
+    const names = [...this.opts.directMethods, ...(this.opts.aliases ?? NO_ALIASES).keys(), ...SDK_METHODS];
+    // A method this era does not serve (`ping` in 2026-07-28) is not its own suggestion.
+    const hint = this.canonical(closest(method, names)).filter((n) => n !== method);
     if (hint.length === 0) return;
     error.data = {
       ...(error.data ?? {}),
-      details: `unknown method "${method}"${didYouMean(method, hint)}`,
+      details: `unknown method ${quoted(method)}${didYouMean(method, hint)}`,
       did_you_mean: hint,
     };
   }
 
   /** Names as their canonical tools, once each (an alias and its tool are one suggestion). */
   private canonical(names: string[]): string[] {
-    const aliases = this.opts.aliases ?? {};
-    return [...new Set(names.map((n) => aliases[n] ?? n))];
+    const aliases = this.opts.aliases ?? NO_ALIASES;
+    return [...new Set(names.map((n) => aliases.get(n) ?? n))];
   }
 
   /** Why a request may not be served now (version, initialization), or undefined when it may. */

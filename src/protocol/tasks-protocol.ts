@@ -1,4 +1,5 @@
 import {
+  inputRequired,
   type McpServer,
   ProtocolError,
   ProtocolErrorCode,
@@ -14,15 +15,23 @@ import type { RunServices } from '../runs/run-services.js';
 import { isTerminalTask, type TaskEnd, type TaskService } from '../runs/task-service.js';
 import type { TaskRecord } from '../store/execution-store.js';
 import { canonicalArguments } from './aliases.js';
-import { clientAbilities, declaresTasks, isModern, TASKS_EXTENSION } from './client-requests.js';
+import {
+  clientAbilities,
+  declaresTasks,
+  InputRequiredSignal,
+  isModern,
+  TASKS_EXTENSION,
+} from './client-requests.js';
 import {
   formatIssues,
   newCorrelationId,
+  RpcCode,
   type RpcError,
   type StructuredErrorData,
   toRpcError,
   toToolErrorResult,
 } from './error-mapping.js';
+import { DEFAULT_LIMITS, type Limits, Quota } from './limits.js';
 import { toolResult } from './tool-result.js';
 
 /** `_meta` keys we add: the run a task drives, and the §10.4 status snapshot. */
@@ -46,15 +55,42 @@ export interface TaskToolRunner {
 export class TaskDriver {
   private readonly byName: Map<string, ToolDefinition>;
   private recovered: Promise<RunServices> | undefined;
+  /** Tasks this process works on, per principal and in total. */
+  private readonly working: Quota;
 
   constructor(
     private readonly deps: {
       services: () => Promise<RunServices>;
       runner: TaskToolRunner;
       log: (line: string) => void;
+      limits?: Pick<Limits, 'tasks' | 'tasksPerPrincipal'>;
     },
   ) {
     this.byName = new Map(deps.runner.tools.map((t) => [t.name, t]));
+    const limits = deps.limits ?? DEFAULT_LIMITS;
+    this.working = new Quota(limits.tasks, limits.tasksPerPrincipal);
+  }
+
+  /**
+   * Counts a new task of `principal` as working, or refuses it (-32000) when the principal, or the
+   * server, already has as many as allowed: one principal cannot take every task slot. Each admitted
+   * task is released when its work ends (`start`), or with `release` if it never starts.
+   */
+  admit(principal: string): void {
+    const refused = this.working.take(principal);
+    if (refused === undefined) return;
+    const details =
+      refused === 'principal'
+        ? `${principal} has ${this.working.of(principal)} tasks working, the most allowed (WORKFLOWLOOKUP_MAX_TASKS_PER_PRINCIPAL); wait for one to finish or cancel one (tasks/cancel)`
+        : `the server has ${this.working.size} tasks working, the most allowed (WORKFLOWLOOKUP_MAX_TASKS); try again shortly`;
+    throw new ProtocolError(RpcCode.ServerError, 'Too many tasks', {
+      details,
+      limit: refused === 'principal' ? this.working.perPrincipal : this.working.max,
+    });
+  }
+
+  release(principal: string): void {
+    this.working.release(principal);
   }
 
   readonly log = (line: string) => this.deps.log(line);
@@ -83,15 +119,20 @@ export class TaskDriver {
     return (await this.services()).tasks;
   }
 
-  /** Starts a task's work in the background; its end (result, error, cancellation) is recorded. */
+  /**
+   * Starts a task's work in the background; its end (result, error, cancellation) is recorded. A task
+   * taken over from a dead process was not admitted: it counts while it works if there is room.
+   */
   start(
     services: RunServices,
     record: TaskRecord,
     tool: ToolDefinition,
     can: ClientAbilities,
     resumed: boolean,
+    admitted = false,
   ) {
     const { tasks } = services;
+    const counted = admitted || this.working.take(record.principal) === undefined;
     const controller = tasks.claim(record.task_id);
     const handle = tasks.handle(record, controller.signal, can, resumed);
     const caller: Caller = { principal: record.principal, signal: controller.signal };
@@ -101,10 +142,14 @@ export class TaskDriver {
         const outcome = await this.deps.runner.run(tool.name, record.arguments, { caller, task: handle });
         if ('error' in outcome) {
           const data = outcome.error.data as Partial<StructuredErrorData> | undefined;
+          // A failure inside the server is the task's protocol-level error (status failed, SEP-2663);
+          // an error the tool reports is its result (status completed, isError).
           end =
             data?.error_code === 'TASK_CANCELLED'
               ? { cancelled: data.message ?? 'cancelled' }
-              : { result: toToolErrorResult(outcome.error), isError: true };
+              : outcome.error.code === RpcCode.InternalError
+                ? { error: { ...outcome.error } }
+                : { result: toToolErrorResult(outcome.error), isError: true };
         } else {
           const structured = outcome.result as Record<string, unknown>;
           end = { result: toolResult(tool, structured), isError: false };
@@ -115,7 +160,9 @@ export class TaskDriver {
       await tasks.finish(record.task_id, end).catch((error: unknown) => {
         this.deps.log(`task ${record.task_id}: recording its end failed: ${String(error)}`);
       });
-    })();
+    })().finally(() => {
+      if (counted) this.working.release(record.principal);
+    });
   }
 
   private async adoptAll(services: RunServices, records: TaskRecord[]): Promise<void> {
@@ -137,7 +184,7 @@ export class TaskDriver {
         const reason = `the server stopped while ${record.tool} was running (task ${record.task_id}); it cannot be resumed: call ${record.tool} again`;
         if (record.run_id !== null) {
           await services.runs.executions
-            .setState(record.run_id, 'failed', reason, { principal: record.principal })
+            .markFailed(record.run_id, reason, { principal: record.principal })
             .catch(() => undefined);
         }
         await services.tasks.finish(record.task_id, {
@@ -225,6 +272,7 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
     try {
       return await fn();
     } catch (error) {
+      if (error instanceof InputRequiredSignal) throw error;
       return fail(error, modern);
     }
   };
@@ -370,12 +418,38 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
         );
       }
       const principal = principalOf(ctx);
+      // Counted before anything is created (a run, a task row); given back if it never starts.
+      driver.admit(principal);
+      const counted = <T>(fn: () => Promise<T>, era = false) =>
+        guarded(fn, era).catch((error: unknown) => {
+          driver.release(principal);
+          throw error;
+        });
       const can = clientAbilities(server, ctx);
-      const admitted: Admitted = await guarded(
-        async () => (await tool.task?.admit?.(parsed.data, { caller: { principal }, can })) ?? {},
-        modern,
-      );
-      const services = await guarded(() => driver.services());
+      let admitted: Admitted;
+      try {
+        admitted = await counted(
+          async () =>
+            (await tool.task?.admit?.(parsed.data, {
+              caller: { principal },
+              can,
+              ...(modern
+                ? {
+                    inputResponses: ctx.mcpReq.inputResponses,
+                    requireInput: (requests) => {
+                      throw new InputRequiredSignal(inputRequired({ inputRequests: requests as never }));
+                    },
+                  }
+                : {}),
+            })) ?? {},
+          modern,
+        );
+      } catch (error) {
+        // An input_required round before the task exists (multi round-trip): no task, nothing counted.
+        if (error instanceof InputRequiredSignal) return error.result as never;
+        throw error;
+      }
+      const services = await counted(() => driver.services());
       const progressToken = ctx.mcpReq._meta?.progressToken;
       const snapshot: RunSnapshot = {
         run_id: admitted.run_id ?? null,
@@ -385,11 +459,11 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
         state: 'pending',
         summary: admitted.summary ?? `${tool.name} queued`,
       };
-      const record = await guarded(() =>
+      const record = await counted(() =>
         services.tasks.create({
           principal,
           tool: tool.name,
-          arguments: params.arguments ?? {},
+          arguments: admitted.arguments ?? params.arguments ?? {},
           run_id: admitted.run_id,
           workflow_id: admitted.workflow_id,
           ttl_ms: modern ? undefined : params.task?.ttl,
@@ -402,7 +476,7 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
         }),
       );
       if (!modern) follow(services.tasks, record, can, progressToken);
-      driver.start(services, record, tool, can, false);
+      driver.start(services, record, tool, can, false, true);
       const meta = {
         [IMMEDIATE_RESPONSE_META_KEY]: `${tool.name} started as task ${record.task_id}${record.run_id ? ` (run ${record.run_id})` : ''}; poll tasks/get for its status.`,
         [RUN_META_KEY]: { task_id: record.task_id, run_id: record.run_id, workflow_id: record.workflow_id },

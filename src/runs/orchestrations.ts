@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import type { CatalogRegistry } from '../catalogs/catalog-registry.js';
 import { DomainFailure, fail } from '../engine/errors.js';
 import type { InputResolution } from '../engine/inputs.js';
@@ -8,8 +7,9 @@ import type { Violation } from '../model/violation.js';
 import type { InputSpec, Workflow } from '../model/workflow.js';
 import type { ExecutionStore } from '../store/execution-store.js';
 import { checkManifest, type ManifestReport } from '../workflows/manifest-check.js';
+import { loadYaml } from '../workflows/parse.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
-import type { WorkflowRegistry } from '../workflows/registry.js';
+import { contentVersion, type WorkflowRegistry } from '../workflows/registry.js';
 import type { RuntimeWorkflows } from '../workflows/runtime-workflows.js';
 import type { RunSnapshot, TaskHandle } from './run-model.js';
 import {
@@ -54,6 +54,8 @@ export interface RepairInput {
   manifest?: string | undefined;
   inputs?: Record<string, unknown> | undefined;
   max_repairs?: number | undefined;
+  /** Replace an existing workflow with a repaired `manifest`'s id (a run or workflow_id needs none). */
+  overwrite?: boolean | undefined;
 }
 
 export interface SavedManifest {
@@ -102,17 +104,22 @@ export class Orchestrations {
     const phase = this.phases(handle);
     await phase('drafting', 'asking the client to draft a manifest');
     const commands = await this.commandList();
-    const first = await this.sample(handle, 'draft', {
+    const tool = 'workflow_author_and_run';
+    const first = await this.sample(handle, tool, 'draft', {
       system: SYSTEM_PROMPT,
       user: authorPrompt(input.request, input.workflow_id, commands),
     });
     const clean = await this.untilValid(handle, first, {
+      tool,
       goal: input.request,
       requiredId: input.workflow_id,
       maxRepairs: input.max_repairs ?? DEFAULT_REPAIRS,
     });
     await phase('saving', `saving ${clean.report.workflow?.id ?? 'the workflow'}`);
-    const saved = await this.save(clean.content, input.overwrite === true, caller);
+    const saved = await this.save(clean.content, caller, {
+      overwrite: input.overwrite === true,
+      requiredId: input.workflow_id,
+    });
     const workflow = this.deps.registry.require(saved.workflow_id).workflow;
     const inputs = await this.askForInputs(handle, workflow, input.inputs ?? {}, saved.workflow_id);
     const run = await this.deps.runs.drive(
@@ -152,11 +159,21 @@ export class Orchestrations {
     return this.deps.runs.drive(prepared, handle, caller, 'running');
   }
 
+  /**
+   * Repairs the one workflow it was asked about (the run's, `workflow_id`, or the manifest's own id)
+   * and reruns it. Every sampled draft must keep that id (one with another id is refused and asked
+   * again, and nothing is written); the save follows workflow_save's rules: it replaces the workflow
+   * only at the version the repair read (a run or workflow_id), or with `overwrite` (a manifest).
+   */
   async repairAndRerun(input: RepairInput, handle: TaskHandle, caller: Caller): Promise<Repaired> {
+    const tool = 'workflow_repair_and_rerun';
     const phase = this.phases(handle);
     await phase('validating', 'collecting what failed');
     const subject = await this.subject(input, caller);
     const report = await this.check(subject.content);
+    const target = subject.workflowId ?? report.workflow?.id ?? (await declaredId(subject.content));
+    // What the save may replace, decided before anything is sampled: a conflict fails fast.
+    const rules = await this.replaceRules(target, subject, input.overwrite === true);
     const problems = [
       ...report.errors.map(violationLine),
       ...(subject.failure !== undefined ? [`the last run failed: ${subject.failure}`] : []),
@@ -165,13 +182,14 @@ export class Orchestrations {
     let repairs = 0;
     if (problems.length > 0) {
       await phase('repairing', `${problems.length} problem(s); asking the client for a repaired manifest`);
-      const first = await this.sample(handle, 'repair', {
+      const first = await this.sample(handle, tool, 'repair', {
         system: SYSTEM_PROMPT,
-        user: repairPrompt(subject.content, problems, await this.commandList()),
+        user: repairPrompt(subject.content, problems, await this.commandList(), target),
       });
       const clean = await this.untilValid(handle, first, {
+        tool,
         goal: 'repair the workflow',
-        requiredId: report.workflow?.id ?? subject.workflowId,
+        requiredId: target,
         maxRepairs: Math.max(0, (input.max_repairs ?? DEFAULT_REPAIRS) - 1),
       });
       content = clean.content;
@@ -183,8 +201,8 @@ export class Orchestrations {
         violations: report.errors,
       });
     }
-    await phase('saving', 'saving the repaired workflow');
-    const saved = await this.save(content, true, caller);
+    await phase('saving', `saving the repaired ${target ?? 'workflow'}`);
+    const saved = await this.save(content, caller, { ...rules, requiredId: target });
     const workflow = this.deps.registry.require(saved.workflow_id).workflow;
     const inputs = await this.askForInputs(
       handle,
@@ -206,6 +224,37 @@ export class Orchestrations {
       run,
       summary: `${repairs > 0 ? `repaired ${saved.workflow_id} (${repairs} sampled draft(s))` : `${saved.workflow_id} needed no repair`}, saved to ${saved.path}, and reran it: ${run.summary}`,
     };
+  }
+
+  /**
+   * How a repair of `id` may save, by workflow_save's rules. A repair of a run or of `workflow_id`
+   * replaces that workflow in the runtime source at the version read now (a change made meanwhile is a
+   * conflict); a repaired manifest replaces an existing workflow of its id only with `overwrite`.
+   * Without a known id, it may only create.
+   */
+  private async replaceRules(
+    id: string | undefined,
+    subject: { from: Repaired['repaired_from'] },
+    overwrite: boolean,
+  ): Promise<{ overwrite: boolean; expectedVersion?: string }> {
+    if (id === undefined) return { overwrite: false };
+    const { registry, runtime } = this.deps;
+    await registry.ready();
+    const existing = registry.inSource(runtime.kind, id);
+    if (existing === undefined) return { overwrite: false };
+    if (subject.from.manifest === true) {
+      if (!overwrite) {
+        fail({
+          code: 'workflow_conflict',
+          message: 'Conflict',
+          workflowId: id,
+          path: existing.file,
+          details: `workflow "${id}" already exists at ${existing.file}; pass overwrite: true to replace it with the repaired manifest`,
+        });
+      }
+      return { overwrite: true };
+    }
+    return { overwrite: false, expectedVersion: contentVersion(await registry.readSource(existing)) };
   }
 
   // ------------------------------------------------------------------------------------------
@@ -272,9 +321,9 @@ export class Orchestrations {
       await registry.ready();
       const entry = registry.get(input.workflow_id);
       if (entry === undefined) {
-        fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: input.workflow_id });
+        return registry.missing(input.workflow_id);
       }
-      const content = await readFile(entry.file, 'utf8');
+      const content = (await registry.readSource(entry)).toString('utf8');
       const [last] = await store.listExecutions({
         principal: caller.principal,
         workflow_name: input.workflow_id,
@@ -326,7 +375,7 @@ export class Orchestrations {
   private async untilValid(
     handle: TaskHandle,
     first: string,
-    options: { goal: string; requiredId: string | undefined; maxRepairs: number },
+    options: { tool: string; goal: string; requiredId: string | undefined; maxRepairs: number },
   ): Promise<{ content: string; report: ManifestReport; drafts: number; rejected: Violation[][] }> {
     const phase = this.phases(handle);
     const maxRepairs = Math.min(MAX_REPAIRS, Math.max(0, options.maxRepairs));
@@ -339,13 +388,7 @@ export class Orchestrations {
       const problems = [...report.errors];
       const id = report.workflow?.id;
       if (options.requiredId !== undefined && id !== undefined && id !== options.requiredId) {
-        problems.push({
-          path: '/id',
-          rule: 'required_id',
-          message: `id must be "${options.requiredId}"`,
-          expected: options.requiredId,
-          actual: id,
-        });
+        problems.push(requiredIdViolation(options.requiredId, id));
       }
       if (problems.length === 0 && report.valid) return { content, report, drafts, rejected };
       rejected.push(problems);
@@ -361,7 +404,7 @@ export class Orchestrations {
         'repairing',
         `draft ${drafts} has ${problems.length} violation(s); asking for repair ${drafts}`,
       );
-      text = await this.sample(handle, 'repair', {
+      text = await this.sample(handle, options.tool, 'repair', {
         system: SYSTEM_PROMPT,
         user: fixPrompt(content, problems, options.goal),
       });
@@ -394,9 +437,14 @@ export class Orchestrations {
 
   /**
    * Saves a validated manifest where workflow_save would (re-validated here: nothing unvalidated is
-   * saved), under the same rules: never over another workflow, an existing one only with `overwrite`.
+   * saved), under the same rules: never over another workflow, an existing one only with `overwrite`
+   * or at `expectedVersion`; and, when `requiredId` is given, only a manifest with that id.
    */
-  private async save(content: string, overwrite: boolean, caller: Caller): Promise<SavedManifest> {
+  private async save(
+    content: string,
+    caller: Caller,
+    rules: { overwrite: boolean; expectedVersion?: string | undefined; requiredId?: string | undefined },
+  ): Promise<SavedManifest> {
     const report = await this.check(content);
     if (!report.valid || !report.workflow) {
       fail({
@@ -406,11 +454,20 @@ export class Orchestrations {
       });
     }
     const id = report.workflow.id;
+    if (rules.requiredId !== undefined && id !== rules.requiredId) {
+      fail({
+        code: 'manifest_invalid',
+        message: `the manifest's id is "${id}", not "${rules.requiredId}"; nothing was saved`,
+        workflowId: rules.requiredId,
+        violations: [requiredIdViolation(rules.requiredId, id)],
+      });
+    }
     const saved = await this.deps.runtime.save({
       id,
       content,
       format: report.format,
-      overwrite,
+      overwrite: rules.overwrite,
+      expectedVersion: rules.expectedVersion,
       principal: caller.principal,
     });
     return { workflow_id: id, path: saved.path, version: saved.version, created: saved.created };
@@ -465,6 +522,7 @@ export class Orchestrations {
 
   private async sample(
     handle: TaskHandle,
+    tool: string,
     prefix: string,
     prompt: { system: string; user: string },
   ): Promise<string> {
@@ -482,10 +540,11 @@ export class Orchestrations {
     } catch (error) {
       if (error instanceof InputFailed) {
         fail({
-          code: 'client_capability_required',
-          message: `the client failed the sampling request: ${error.message}`,
-          tool: 'sampling/createMessage',
-          capabilities: ['sampling'],
+          code: 'client_request_failed',
+          message: `the client refused or failed the sampling request: ${error.message}`,
+          tool,
+          method: 'sampling/createMessage',
+          details: error.message,
         });
       }
       throw error;
@@ -553,13 +612,39 @@ function fixPrompt(content: string, problems: Violation[], goal: string): string
   ].join('\n\n');
 }
 
-function repairPrompt(content: string, problems: string[], commands: string[]): string {
+function repairPrompt(
+  content: string,
+  problems: string[],
+  commands: string[],
+  id: string | undefined,
+): string {
   return [
-    'This workflow failed. Repair it so that it validates and runs, keeping its id, and answer with the corrected manifest only.',
+    `This workflow failed. Repair it so that it validates and runs, keeping its id${id !== undefined ? ` "${id}"` : ''}, and answer with the corrected manifest only.`,
     `Problems:\n${problems.map((p) => `- ${p}`).join('\n')}`,
     commandLines(commands),
     `Manifest:\n${content}`,
   ].join('\n\n');
+}
+
+function requiredIdViolation(expected: string, actual: string): Violation {
+  return {
+    path: '/id',
+    rule: 'required_id',
+    message: `id must be "${expected}" (the workflow asked for), not "${actual}"`,
+    expected,
+    actual,
+  };
+}
+
+/** The id a manifest declares, even one that does not validate (undefined when none can be read). */
+async function declaredId(content: string): Promise<string | undefined> {
+  try {
+    const parsed = (await loadYaml()).parse(content) as unknown;
+    const id = parsed !== null && typeof parsed === 'object' ? (parsed as { id?: unknown }).id : undefined;
+    return typeof id === 'string' && id.trim() !== '' ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function violationLine(v: Violation): string {
@@ -626,7 +711,11 @@ function typedAnswers(workflow: Workflow, content: unknown): Record<string, unkn
   const out: Record<string, unknown> = {};
   if (content === null || typeof content !== 'object') return out;
   for (const [name, value] of Object.entries(content as Record<string, unknown>)) {
-    const spec = workflow.inputs?.[name];
+    // Declared inputs only: the client's name is never looked up on the object's prototype.
+    const spec =
+      workflow.inputs !== undefined && Object.hasOwn(workflow.inputs, name)
+        ? workflow.inputs[name]
+        : undefined;
     if (!spec) continue;
     if ((spec.type === 'array' || spec.type === 'object') && typeof value === 'string') {
       try {

@@ -22,6 +22,10 @@ export interface RunSnapshot {
   phase?: string;
   /** While the run waits on an agent step: the token `workflow_next_step` takes for it. */
   continuation_token?: string;
+  /** While the run waits on an agent step: the step's instructions (persona, prompt, checks). */
+  agent_content?: string;
+  /** While the run waits on an agent step: the workflow_next_step call to send, with its `fill`. */
+  next?: { tool: string; arguments: Record<string, unknown>; fill?: Record<string, string> }[];
 }
 
 /** What the requesting client declared it can do for a task (only those requests may be sent to it). */

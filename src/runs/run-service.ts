@@ -1,4 +1,5 @@
 import type { Context } from '../engine/conditions.js';
+import { type ContextField, contextFields } from '../engine/context-needs.js';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { type InputResolution, resolveInputs } from '../engine/inputs.js';
 import { type ExecutionState, isTerminal, TERMINAL_STATES } from '../engine/state-machine.js';
@@ -254,8 +255,15 @@ export class RunService {
           continue;
         }
         if (cur.view && cur.token) {
-          issues = await this.agentStep(runId, cur, handle, caller, issues, commands, (summary, extra) =>
-            report(snap('running', summary, extra), true),
+          issues = await this.agentStep(
+            p.workflow,
+            runId,
+            cur,
+            handle,
+            caller,
+            issues,
+            commands,
+            (summary, extra) => report(snap('running', summary, extra), true),
           );
           continue;
         }
@@ -272,6 +280,7 @@ export class RunService {
    * workflow_next_step. Returns the validation issues of a rejected answer (asked again, with them).
    */
   private async agentStep(
+    workflow: Workflow,
     runId: string,
     cur: CurrentState,
     handle: TaskHandle,
@@ -282,12 +291,20 @@ export class RunService {
   ): Promise<string[] | undefined> {
     const view = cur.view as NonNullable<CurrentState['view']>;
     const token = cur.token as string;
+    const fields = contextFields(workflow, view.step_name);
     const before = await this.fingerprint(runId);
     await waiting(
       `waiting for the agent on step "${view.step.title}"${issues ? ` (last answer rejected: ${issues.join('; ')})` : ''}: ${
         handle.can.elicitation ? 'answer the input request, or call' : 'do the step, then call'
       } workflow_next_step with the continuation token`,
-      { continuation_token: token },
+      {
+        continuation_token: token,
+        agent_content: view.agent_content,
+        // The call the faces hand out for the step (execution-presenter's submitStep), fill included.
+        next: [
+          { tool: 'workflow_next_step', arguments: { token }, ...(view.fill ? { fill: view.fill } : {}) },
+        ],
+      },
     );
     const stop = new AbortController();
     const signal = AbortSignal.any([handle.signal, stop.signal]);
@@ -297,7 +314,7 @@ export class RunService {
     }));
     const asked = handle.can.elicitation
       ? handle
-          .ask('step', stepRequest(view, issues), signal)
+          .ask('step', stepRequest(view, issues, fields), signal)
           .then((answer) => ({ kind: 'answer' as const, answer }))
           // A client that cannot answer leaves the agent to submit the step itself.
           .catch((error: unknown) => (error instanceof InputFailed ? never : Promise.reject(error)))
@@ -322,7 +339,12 @@ export class RunService {
     const summary = typeof content?.summary === 'string' ? content.summary.trim() : '';
     if (summary === '') return ['the answer carried no summary'];
     try {
-      const outcome = await this.deps.executions.nextStep(token, { summary }, caller);
+      const context = answeredContext(fields, content);
+      const outcome = await this.deps.executions.nextStep(
+        token,
+        { summary, ...(context ? { context } : {}) },
+        caller,
+      );
       if (outcome.kind === 'rejected') return outcome.validation.issues;
       if ('commands' in outcome) commands.push(...outcome.commands);
       return undefined;
@@ -429,7 +451,7 @@ export class RunService {
 
   private async failExecution(runId: string, caller: Caller, reason: string): Promise<void> {
     try {
-      await this.deps.executions.setState(runId, 'failed', reason, { principal: caller.principal });
+      await this.deps.executions.markFailed(runId, reason, { principal: caller.principal });
     } catch {
       // already finished, or never started
     }
@@ -539,8 +561,12 @@ export class RunService {
   }
 }
 
-/** The elicitation that asks for an agent step's output. */
-function stepRequest(view: NonNullable<CurrentState['view']>, issues: string[] | undefined) {
+/** The elicitation that asks for an agent step's output, and the context variables it must set. */
+function stepRequest(
+  view: NonNullable<CurrentState['view']>,
+  issues: string[] | undefined,
+  fields: readonly ContextField[],
+) {
   const message = [
     issues ? `Your last answer did not pass validation: ${issues.join('; ')}.` : '',
     view.agent_content,
@@ -561,11 +587,39 @@ function stepRequest(view: NonNullable<CurrentState['view']>, issues: string[] |
             title: 'Step output',
             description: `What step "${view.step.title}" produced`,
           },
+          ...Object.fromEntries(fields.map((f) => [f.path, f.schema])),
         },
         required: ['summary'],
       },
     },
   };
+}
+
+/** The context values a form answer carries, lists split back into arrays. */
+function answeredContext(
+  fields: readonly ContextField[],
+  content: Record<string, unknown> | undefined,
+): Context | undefined {
+  const context: Context = {};
+  for (const f of fields) {
+    const value = content?.[f.path];
+    if (value === undefined) continue;
+    const given =
+      f.list && typeof value === 'string'
+        ? value
+            .split(/[\n,]/)
+            .map((s) => s.trim())
+            .filter((s) => s.length > 0)
+        : value;
+    const keys = f.path.split('.');
+    let at = context;
+    for (const key of keys.slice(0, -1)) {
+      at[key] ??= {};
+      at = at[key] as Context;
+    }
+    at[keys.at(-1) as string] = given;
+  }
+  return Object.keys(context).length > 0 ? context : undefined;
 }
 
 function actionSteps(workflow: Workflow) {

@@ -35,6 +35,39 @@ export interface TransferReport {
   skipped: string[];
 }
 
+/**
+ * The first line `export` writes: what the file is, and a fingerprint of the secret that signed the
+ * executions' continuation tokens, so that `import` can tell before writing anything whether those
+ * tokens will stay valid on the target (the secret itself never leaves its configuration).
+ */
+export const ExportHeaderSchema = z.object({
+  format: z.literal('workflowlookup-executions'),
+  version: z.literal(1),
+  exported_at: z.string(),
+  token_secret: z
+    .object({
+      fingerprint: z.string().min(1),
+      /** `WORKFLOWLOOKUP_TOKEN_SECRET`, or the path of the source data dir's secret file. */
+      source: z.string(),
+    })
+    .optional(),
+});
+export type ExportHeader = z.infer<typeof ExportHeaderSchema>;
+
+export function exportHeader(tokenSecret: ExportHeader['token_secret']): ExportHeader {
+  return {
+    format: 'workflowlookup-executions',
+    version: 1,
+    exported_at: new Date().toISOString(),
+    ...(tokenSecret ? { token_secret: tokenSecret } : {}),
+  };
+}
+
+/** Whether a line of an export file is its header (files written before headers existed have none). */
+export function isExportHeader(value: unknown): boolean {
+  return (value as { format?: unknown } | null)?.format === 'workflowlookup-executions';
+}
+
 const PAGE = 100;
 const EVERYTHING = Number.MAX_SAFE_INTEGER;
 

@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import { type AuthInfo, OAuthError, OAuthErrorCode } from '@modelcontextprotocol/server';
 import type { HttpSettings } from '../config.js';
 import { ConfigError } from '../config.js';
+import { LOCAL_PRINCIPAL } from '../executions/execution-model.js';
 import { SCOPES, type Scope } from '../protocol/scopes.js';
 import { writeAtomically } from '../workflows/runtime-files.js';
 
@@ -18,6 +19,17 @@ export interface Authenticator {
 }
 
 const invalid = (message: string) => new OAuthError(OAuthErrorCode.InvalidToken, message);
+
+/**
+ * The stdio user (and every caller of a server without authentication) is the principal `local`: no
+ * token may name it, or it would read and drive that user's executions. Refused wherever a token
+ * names a principal: JWT claims, static tokens (also ones written into the file by hand), `token add`.
+ */
+export function reservedPrincipal(principal: string): string | undefined {
+  return principal === LOCAL_PRINCIPAL
+    ? `the principal "${LOCAL_PRINCIPAL}" is reserved for the server's local (stdio) user; no token can act as it`
+    : undefined;
+}
 
 function scopesOf(payload: Record<string, unknown>): string[] {
   if (typeof payload.scope === 'string') return payload.scope.split(/\s+/).filter(Boolean);
@@ -62,6 +74,8 @@ async function jwtAuthenticator(
       if (typeof principal !== 'string' || principal === '') {
         throw invalid(`the token has no "${auth.principalClaim}" claim naming the caller`);
       }
+      const reserved = reservedPrincipal(principal);
+      if (reserved !== undefined) throw invalid(`${reserved} (its "${auth.principalClaim}" claim)`);
       if (typeof payload.exp !== 'number') throw invalid('the token has no expiry ("exp")');
       return {
         token,
@@ -130,7 +144,9 @@ function tokensAuthenticator(file: string, resource: URL): Authenticator {
   return {
     current(credential) {
       const entry = load().byCredential.get(credential);
-      return entry === undefined ? undefined : { principal: entry.principal, scopes: [...entry.scopes] };
+      // A session opened before the entry was edited to the reserved principal ends, as if removed.
+      if (entry === undefined || reservedPrincipal(entry.principal) !== undefined) return undefined;
+      return { principal: entry.principal, scopes: [...entry.scopes] };
     },
     async verify(token) {
       const hash = hashOf(token);
@@ -138,6 +154,9 @@ function tokensAuthenticator(file: string, resource: URL): Authenticator {
       // The map lookup is by hash; compare once more in constant time before trusting it.
       if (!entry || !timingSafeEqual(Buffer.from(entry.hash), Buffer.from(hash)))
         throw invalid('unknown token');
+      const reserved = reservedPrincipal(entry.principal);
+      if (reserved !== undefined)
+        throw invalid(`${reserved} (token ${entry.name}); give it another principal`);
       return {
         token,
         clientId: entry.name,
@@ -184,6 +203,12 @@ export async function addToken(
 ): Promise<string> {
   if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(name) || !/^[A-Za-z0-9_.@-]{1,128}$/.test(principal)) {
     throw new ConfigError('token names and principals are 1-64 letters, digits and . _ @ -');
+  }
+  const reserved = reservedPrincipal(principal);
+  if (reserved !== undefined) {
+    throw new ConfigError(
+      `${reserved}${principal === name ? `; name the principal with --principal (e.g. --principal ${name}-http)` : ''}`,
+    );
   }
   const data = readTokens(file);
   if (data.tokens.some((t) => t.name === name))

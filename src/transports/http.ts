@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -25,8 +25,11 @@ import {
 import type { App } from '../app.js';
 import type { HttpSettings } from '../config.js';
 import { LOCAL_PRINCIPAL } from '../executions/execution-model.js';
+import { Quota } from '../protocol/limits.js';
+import { directCalls } from '../protocol/mcp-server.js';
+import { ResourceIndex } from '../protocol/resource-match.js';
 import { classify, ProtocolRules } from '../protocol/rules.js';
-import { hasScope, SCOPE_DESCRIPTIONS, SCOPES, scopeFor } from '../protocol/scopes.js';
+import { hasScope, SCOPE_DESCRIPTIONS, SCOPES, type ScopeTables, scopeFor } from '../protocol/scopes.js';
 import type { ToolSwitch } from '../protocol/tool-switch.js';
 import { channelOf } from '../protocol/transport-channel.js';
 import { createAuthenticator } from './http-auth.js';
@@ -96,6 +99,9 @@ interface Session {
 type Req = IncomingMessage & { auth?: AuthInfo };
 const like = (req: Req) => req as unknown as NodeIncomingMessageLike;
 const SESSION_IDLE_MS = 30 * 60_000;
+/** Tokens that verified lately, remembered (as hashes) so a flood of bad ones from a shared address spares them. */
+const GOOD_TOKENS = 10_000;
+const GOOD_TOKEN_MS = 10 * 60_000;
 
 function json(
   res: ServerResponse,
@@ -135,6 +141,27 @@ async function readBody(req: IncomingMessage, max: number): Promise<string | und
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/**
+ * The raw HTTP answer to a request node:http refused while reading it: 431 for a head over the size
+ * limit (a large JWT), 408 for one too slow to arrive, 400 for anything unparsable; undefined when the
+ * connection is gone anyway.
+ */
+export function clientErrorAnswer(error: NodeJS.ErrnoException, maxHeaderBytes: number): string | undefined {
+  if (error.code === 'ECONNRESET' || error.code === 'EPIPE') return undefined;
+  const [status, reason, details] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [
+          431,
+          'Request Header Fields Too Large',
+          `the request headers exceed ${maxHeaderBytes} bytes (WORKFLOWLOOKUP_HTTP_MAX_HEADER_BYTES); a bearer token that large needs a higher limit`,
+        ]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'the request did not arrive in time']
+        : [400, 'Bad Request', 'the request is not valid HTTP/1.1'];
+  const body = JSON.stringify(rpcError(-32600, reason, { details }));
+  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+}
+
 function principalOf(auth: AuthInfo | undefined): string {
   const p = auth?.extra?.principal;
   return typeof p === 'string' ? p : LOCAL_PRINCIPAL;
@@ -159,6 +186,17 @@ export async function startHttp(
   const validateHost = hostHeaderValidation(settings.allowedHosts);
   const validateOrigin = originValidation(settings.allowedOrigins);
   const limiter = new RateLimiter(settings.rateLimit);
+  // Failed bearer tokens, per client address (the caller is unknown until a token verifies).
+  const failures = new RateLimiter(settings.authFailureLimit);
+  const goodTokens = new Map<string, number>();
+  const sessionQuota = new Quota(settings.maxSessions, settings.maxSessionsPerPrincipal);
+  const index = ResourceIndex.of(app.resources);
+  const scopeTables: ScopeTables = {
+    tools: directMethods,
+    aliases,
+    resourceOf: (uri) => index.resolve(uri)?.resource.name,
+    templateNamed: (template) => index.templateNamed(template)?.name,
+  };
   let publicUrl = new URL(settings.publicUrl);
   let metadataUrl = getOAuthProtectedResourceMetadataUrl(publicUrl);
   let authenticator = await createAuthenticator(settings, publicUrl);
@@ -171,12 +209,14 @@ export async function startHttp(
         new ProtocolRules({
           channel: channelOf(transport),
           directMethods,
+          tools: app.toolNames,
           aliases,
-          direct: (method, params, call) =>
-            app.runner.run(method, params, {
-              caller: { principal: principalOf(call.extra?.authInfo), signal: call.signal },
-              tools,
-            }),
+          direct: directCalls({
+            runner: app.runner,
+            tools,
+            server: () => server,
+            caller: (call) => ({ principal: principalOf(call.extra?.authInfo), signal: call.signal }),
+          }),
           ordered: false,
           requireInitialize: false,
           log,
@@ -200,6 +240,13 @@ export async function startHttp(
 
   // 2025-11-25: sessions, each a transport and a server, bound to the principal that opened it.
   const sessions = new Map<string, Session>();
+  /** Ends the bookkeeping of a session (once, whichever way it ends): its place in the quota is free. */
+  const forget = (id: string | undefined) => {
+    const s = id === undefined ? undefined : sessions.get(id);
+    if (id === undefined || s === undefined) return;
+    sessions.delete(id);
+    sessionQuota.release(s.principal);
+  };
   const legacy = async (req: Req, res: ServerResponse, body: unknown, principal: string) => {
     const sid = req.headers['mcp-session-id'];
     if (typeof sid === 'string') {
@@ -231,59 +278,106 @@ export async function startHttp(
         },
       });
     }
-    if (sessions.size >= settings.maxSessions) {
+    // Per principal as well as in total: one principal cannot take every session.
+    const refused = sessionQuota.take(principal);
+    if (refused === 'principal') {
+      return json(
+        res,
+        429,
+        rpcError(-32000, 'Too many open sessions for this principal', {
+          details: `${principal} has ${sessionQuota.of(principal)} open sessions, the most allowed (WORKFLOWLOOKUP_HTTP_MAX_SESSIONS_PER_PRINCIPAL); end one with DELETE, or wait until an idle one closes (after 30 minutes)`,
+          limit: settings.maxSessionsPerPrincipal,
+        }),
+        { 'retry-after': '60' },
+      );
+    }
+    if (refused === 'total') {
       return json(res, 503, rpcError(-32000, 'Too many open sessions; try again shortly'), {
         'retry-after': '5',
       });
     }
-    const tools = app.toolSwitch();
-    const server = withRules(app.serverFactory({ principal, era: 'legacy', tools }), tools);
-    const transport = new NodeStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      eventStore: new SessionEvents(),
-      retryInterval: 1000,
-      onsessioninitialized: (id) => {
-        sessions.set(id, { transport, server, principal, lastSeen: Date.now() });
-      },
-      onsessionclosed: (id) => {
-        sessions.delete(id);
-      },
-    });
-    transport.onclose = () => {
-      if (transport.sessionId) sessions.delete(transport.sessionId);
-    };
-    await server.connect(transport);
-    await transport.handleRequest(req, res, body);
+    let registered = false;
+    try {
+      const tools = app.toolSwitch();
+      const server = withRules(app.serverFactory({ principal, era: 'legacy', tools }), tools);
+      const transport = new NodeStreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        eventStore: new SessionEvents(),
+        retryInterval: 1000,
+        onsessioninitialized: (id) => {
+          sessions.set(id, { transport, server, principal, lastSeen: Date.now() });
+          registered = true;
+        },
+        onsessionclosed: (id) => forget(id),
+      });
+      transport.onclose = () => forget(transport.sessionId);
+      await server.connect(transport);
+      await transport.handleRequest(req, res, body);
+    } finally {
+      // An initialize that opened no session holds no place.
+      if (!registered) sessionQuota.release(principal);
+    }
   };
 
   const sweep = setInterval(() => {
     const cutoff = Date.now() - SESSION_IDLE_MS;
     for (const [id, s] of sessions) {
       if (s.lastSeen >= cutoff) continue;
-      sessions.delete(id);
+      forget(id);
       void s.transport.close().catch(() => undefined);
     }
+    for (const [hash, until] of goodTokens) if (until < Date.now()) goodTokens.delete(hash);
   }, 60_000);
   sweep.unref();
 
   // Definitions changed: tell 2026 listeners through the handler, 2025 sessions on their streams.
   const offChanged = app.onResourcesChanged(() => modern.notify.resourcesChanged());
+  const offLists = app.onListChanged((kind) =>
+    kind === 'tools' ? modern.notify.toolsChanged() : modern.notify.promptsChanged(),
+  );
 
+  /**
+   * The principal a request's bearer token names, or undefined once it was answered (401, or 429 for
+   * an address that sent too many bad tokens lately). Past that budget, only tokens that verified in
+   * the last minutes are still checked, so clients behind the same proxy as an attacker keep working.
+   */
   const authenticate = async (req: Req, res: ServerResponse): Promise<string | undefined> => {
     if (authenticator === undefined) return LOCAL_PRINCIPAL;
     const header = req.headers.authorization;
+    const address = req.socket.remoteAddress ?? '';
+    const match = /^Bearer ([^\s]+)$/i.exec(header ?? '');
+    const token = match?.[1];
+    const hash = token === undefined ? undefined : createHash('sha256').update(token).digest('base64url');
+    const wait = header === undefined ? 0 : failures.peek(address);
+    if (wait > 0 && !(hash !== undefined && (goodTokens.get(hash) ?? 0) > Date.now())) {
+      json(
+        res,
+        429,
+        rpcError(-32000, `Too many failed authentication attempts; retry in ${wait} s`, {
+          details: `this address sent more bad bearer tokens than WORKFLOWLOOKUP_AUTH_FAILURE_LIMIT allows (${settings.authFailureLimit} a minute)`,
+        }),
+        { 'retry-after': String(wait) },
+      );
+      return undefined;
+    }
     try {
-      const match = /^Bearer ([^\s]+)$/i.exec(header ?? '');
-      if (!match) {
+      if (token === undefined) {
         throw new OAuthError(
           OAuthErrorCode.InvalidToken,
           header ? 'the Authorization header must be "Bearer <token>"' : 'no bearer token',
         );
       }
-      const auth = { ...(await authenticator.verify(match[1] as string)), resourceMetadataUrl: metadataUrl };
+      const auth = { ...(await authenticator.verify(token)), resourceMetadataUrl: metadataUrl };
       req.auth = auth;
+      if (hash !== undefined) {
+        goodTokens.delete(hash);
+        goodTokens.set(hash, Date.now() + GOOD_TOKEN_MS);
+        if (goodTokens.size > GOOD_TOKENS) goodTokens.delete(goodTokens.keys().next().value as string);
+      }
       return principalOf(auth);
     } catch (error) {
+      // Asking without a token is how clients discover the authorization server: not a failure.
+      if (header !== undefined) failures.take(address);
       const challenge =
         error instanceof OAuthError ? error : new OAuthError(OAuthErrorCode.InvalidToken, 'invalid token');
       await sendWeb(res, bearerAuthChallengeResponse(challenge, { resourceMetadataUrl: metadataUrl }));
@@ -388,7 +482,7 @@ export async function startHttp(
       if (verdict.kind === 'drop') return json(res, 202, {});
       if (req.auth !== undefined) {
         for (const message of Array.isArray(body) ? body : [body]) {
-          const needed = scopeFor(message, aliases);
+          const needed = scopeFor(message, scopeTables);
           if (!hasScope(req.auth.scopes, needed)) {
             return sendWeb(
               res,
@@ -407,7 +501,7 @@ export async function startHttp(
     return modernNode(like(req), res, body);
   };
 
-  const http: Server = createServer((req, res) => {
+  const http: Server = createServer({ maxHeaderSize: settings.maxHeaderBytes }, (req, res) => {
     // A GET holds a notification stream open for as long as the client wants: not work to wait for.
     const counted = req.method !== 'GET';
     if (counted) inflight++;
@@ -422,7 +516,15 @@ export async function startHttp(
         if (inflight === 0) drained?.();
       });
   });
-  http.on('clientError', (_error, socket) => socket.destroy());
+  // A request node:http cannot take gets an HTTP answer saying why, not a reset connection.
+  http.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    const answer = clientErrorAnswer(error, settings.maxHeaderBytes);
+    if (answer === undefined || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    socket.end(answer);
+  });
 
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
@@ -447,6 +549,7 @@ export async function startHttp(
       closing = true;
       clearInterval(sweep);
       offChanged();
+      offLists();
       // Mounts first: their live streams never end by themselves.
       await Promise.allSettled(Object.values(options.mounts ?? {}).map(async (m) => m.close?.()));
       const stopped = new Promise<void>((resolve) => http.close(() => resolve()));

@@ -107,8 +107,12 @@ export class StdioPrelude {
       }
       buffer = buffer.subarray(nl + 1);
     }
-    if (this.done) this.chunks.push(Buffer.from(buffer));
-    else this.pending = Buffer.from(buffer);
+    // `buffer` began with what was pending: handed over once, never again at the end of the replay
+    // (which made a long line that arrived in pieces end the next request's line on the server's side).
+    if (this.done) {
+      this.chunks.push(Buffer.from(buffer));
+      this.pending = Buffer.alloc(0);
+    } else this.pending = Buffer.from(buffer);
   };
 
   /** Answers one line if it is on the plain path; false hands it (and the rest) over. */
@@ -217,17 +221,19 @@ export function startPrelude(
     return undefined;
   }
   const key = profilesKey(tools);
-  if (key === undefined || answers.tools[key] === undefined) return undefined;
+  if (answers.tools[key] === undefined) return undefined;
   return new StdioPrelude(answers, key);
 }
 
-/** The recorded-answers key of a WORKFLOWLOOKUP_TOOLS / --tools value (as config.ts parses it). */
-export function profilesKey(value: string | undefined): string | undefined {
-  if (value === undefined || value.trim() === '') return 'core';
-  if (value.trim() === 'all') return 'all';
-  const names = value
+/**
+ * The recorded-answers key of a WORKFLOWLOOKUP_TOOLS / --tools value, as config.ts parses it: `all`, or
+ * the groups listed (`core` always among them), sorted.
+ */
+export function profilesKey(value: string | undefined): string {
+  const names = (value ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  return names.length === 0 ? undefined : [...new Set(names)].sort().join(',');
+  if (names.includes('all')) return 'all';
+  return [...new Set(['core', ...names])].sort().join(',');
 }

@@ -1,13 +1,16 @@
+import type { McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { App } from '../app.js';
 import { localCaller } from '../executions/execution-model.js';
+import { toolAliases as aliasesOf } from '../protocol/aliases.js';
+import { directCalls } from '../protocol/mcp-server.js';
 import { ProtocolRules } from '../protocol/rules.js';
 import { StdioFraming } from './stdio-framing.js';
 import type { PreludeHandoff } from './stdio-prelude.js';
 
 /** Dotted tool names (seeds 003/004) and other aliases, from the tool definitions. */
-export function toolAliases(app: App): Record<string, string> {
-  return Object.fromEntries(app.runner.tools.flatMap((t) => (t.aliases ?? []).map((a) => [a, t.name])));
+export function toolAliases(app: App): ReadonlyMap<string, string> {
+  return aliasesOf(app.runner.tools);
 }
 
 /**
@@ -45,25 +48,31 @@ export function serveAppOnStdio(
       });
   };
   const tools = app.toolSwitch();
+  let server: McpServer | undefined;
   const rules = new ProtocolRules({
     channel: new StdioFraming(stdin, stdout, app.config.maxMessageBytes, options.prelude),
     ...(options.prelude ? { answered: options.prelude.answered } : {}),
     directMethods: new Set(app.runner.tools.map((t) => t.name)),
+    tools: app.toolNames,
     aliases: toolAliases(app),
-    direct: (method, params, call) =>
-      app.runner.run(method, params, {
-        caller: { ...localCaller(), signal: call.signal, onNetworkWait: call.detach },
-        tools,
-      }),
+    direct: directCalls({
+      runner: app.runner,
+      tools,
+      server: () => server,
+      caller: (call) => ({ ...localCaller(), signal: call.signal, onNetworkWait: call.detach }),
+    }),
     ordered: true,
     requireInitialize: true,
     onExit: stop,
     onInitialized: () => setImmediate(app.warmUp),
     log: app.log,
   });
-  serveStdio((ctx) => app.serverFactory({ detach: (id) => rules.detach(id), era: ctx.era, tools }), {
-    transport: rules,
-    onerror: (error) => app.log(`protocol: ${error.message}`),
-  });
+  serveStdio(
+    (ctx) => (server = app.serverFactory({ detach: (id) => rules.detach(id), era: ctx.era, tools })),
+    {
+      transport: rules,
+      onerror: (error) => app.log(`protocol: ${error.message}`),
+    },
+  );
   return { done, stop };
 }

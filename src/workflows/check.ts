@@ -8,10 +8,11 @@ import {
   type Workflow,
 } from '../model/workflow.js';
 import { lint } from './lint.js';
-import { type Locator, NO_LOCATION } from './locate.js';
+import { type Locator, NO_LOCATION, type Position } from './locate.js';
 import { type DefinitionFormat, parseDefinition } from './parse.js';
 import { regexCost } from './regex-cost.js';
-import { templateUses, toPointer, validateDefinition } from './validate-definition.js';
+import { holdsForText, type Salvaged, salvage } from './salvage.js';
+import { dedupe, templateUses, toPointer, validateDefinition } from './validate-definition.js';
 
 /**
  * How far a check goes. Each level includes the one before it:
@@ -91,9 +92,13 @@ export async function checkDefinition(
     const errors = capped(stage.errors);
     const warnings = capped(stage.warnings ?? []);
     const unplaced = [...errors, ...warnings].filter((f) => f.line === undefined).map((f) => f.path);
-    const where =
-      unplaced.length > 0 ? locate(unplaced) : new Map<string, { line: number; column: number }>();
-    const place = (f: Violation): Violation => (f.line === undefined ? { ...f, ...where.get(f.path) } : f);
+    const where = unplaced.length > 0 ? locate(unplaced) : new Map<string, Position>();
+    const place = (f: Violation): Violation => {
+      if (f.line !== undefined) return f;
+      const at = where.get(f.path);
+      if (at === undefined) return f;
+      return { ...asWritten(f, at.source), line: at.line, column: at.column };
+    };
     const id = stage.workflow?.id ?? readableId(stage.data);
     return {
       level: reportedLevel,
@@ -145,25 +150,71 @@ export async function checkDefinition(
       ],
     });
   }
+  // The schema, then the rules beyond it. When the schema fails, the failing parts are replaced by
+  // stand-ins and every later check runs on the rest: one pass reports every error (salvage.ts).
   const result = validateDefinition(data);
-  if (!result.ok) return finish({ errors: result.violations, data });
-  const workflow = result.workflow;
-  const budget = budgetViolations(workflow);
-  if (budget.length > 0 || level === 'load') return finish({ errors: budget, workflow });
+  const errors: Violation[] = result.ok ? [] : [...result.violations];
+  let model = result.workflow;
+  let salvaged: Salvaged | undefined;
+  if (model === undefined) {
+    salvaged = salvage(data as Record<string, unknown>, errors);
+    model = salvaged?.workflow;
+    if (salvaged) errors.push(...salvaged.semantic.filter((f) => holdsForText(f, salvaged as Salvaged)));
+  }
+  /** The model reported: only a definition that passed the load stage has one. */
+  const loaded = result.ok ? result.workflow : undefined;
+  // A stand-in can repeat a finding the schema reported: each once.
+  const stageOf = (found: Violation[]) => ({
+    errors: dedupe(found),
+    data,
+    ...(loaded ? { workflow: loaded } : {}),
+  });
+  if (model === undefined) return finish(stageOf(errors));
+  const budget = budgetViolations(model);
+  if (budget.length > 0 || level === 'load') return finish(stageOf([...errors, ...budget]));
 
   // Stage 2 (strict): what this server cannot evaluate or must not expose.
   const engine = policy.engine;
   if (engine === undefined) throw new Error('checkDefinition: the strict level needs the validation engine');
   await engine.load();
-  const errors = [
-    ...engine.checkWorkflow(workflow),
-    ...unevaluableContracts(workflow, engine),
-    ...envViolations(workflow, policy.allowedEnv ?? new Set()),
-  ];
-  if (level === 'strict') return finish({ errors, workflow });
+  const strict = [
+    ...engine.checkWorkflow(model),
+    ...unevaluableContracts(model, engine),
+    ...envViolations(model, policy.allowedEnv ?? new Set()),
+  ].filter((f) => salvaged === undefined || holdsForText(f, salvaged));
+  const all = [...errors, ...strict];
+  if (level === 'strict' || !result.ok) return finish(stageOf(all));
 
-  // Stage 3 (authoring): warnings.
-  return finish({ errors, warnings: lint(workflow, policy.knownAgents), workflow });
+  // Stage 3 (authoring): warnings, once the definition is read as written (not a stand-in).
+  return finish({ ...stageOf(all), warnings: lint(result.workflow, policy.knownAgents) });
+}
+
+/** Rules whose findings quote the offending value in `actual`. */
+const QUOTES_VALUE = new Set(['type', 'pattern', 'enum', 'minimum', 'maximum', 'minLength', 'maxLength']);
+
+/**
+ * A finding about a scalar, worded with the scalar as written: YAML and JSON read `version: 1.0` as
+ * the number 1, which the author never wrote.
+ */
+function asWritten(finding: Violation, source: string | undefined): Violation {
+  // Only where the finding already quotes the value (never the whole text of something unreadable).
+  if (source === undefined || finding.path === '' || !QUOTES_VALUE.has(finding.rule)) return finding;
+  if (finding.rule === 'type' && finding.expected === 'string' && !/^["']/.test(source)) {
+    return {
+      ...finding,
+      message: `${finding.message} (written ${source}); write it in quotes: "${source.replaceAll('"', '\\"')}"`,
+      actual: source,
+    };
+  }
+  return { ...finding, actual: source };
+}
+
+/**
+ * One finding as one line, the same in every place that shows it (`workflowlookup validate` and
+ * `list`, `workflow_validate_manifest`'s `errors`, the dashboard): `path (line:column): message`.
+ */
+export function describeViolation(v: Violation): string {
+  return `${v.path || '(root)'}${v.line !== undefined ? ` (${v.line}:${v.column ?? 0})` : ''}: ${v.message}`;
 }
 
 /** The first stage of every check, usable before reading a file: a definition over the size limit. */

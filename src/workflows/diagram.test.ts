@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Workflow } from '../model/workflow.js';
 import { conditionText, toMermaid, workflowDiagram } from './diagram.js';
-import { formatOf, parseDefinition } from './parse.js';
+import { formatOf, isDefinitionFile, parseDefinition } from './parse.js';
 import { validateDefinition } from './validate-definition.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -139,7 +139,7 @@ describe('workflowDiagram', () => {
     const dirs = [join(root, 'workflows'), join(root, 'test', 'fixtures', 'valid')];
     let checked = 0;
     for (const dir of dirs) {
-      for (const file of readdirSync(dir).filter((f) => formatOf(f) !== undefined)) {
+      for (const file of readdirSync(dir).filter((f) => isDefinitionFile(f))) {
         const w = await load(join(dir, file));
         const d = workflowDiagram(w);
         const stepIds = w.steps.flatMap((s) =>

@@ -3,6 +3,7 @@
  * The dashboard's SVG and `workflow_get view=diagram` are both drawn from this one model, so the
  * picture a person sees and the text an agent gets always agree.
  */
+import { contextNeeds, expectedValue } from '../engine/context-needs.js';
 import {
   type CommandStep,
   type Condition,
@@ -30,6 +31,8 @@ export interface DiagramNode {
   detail?: string;
   /** The loop cluster the node belongs to. */
   parent?: string;
+  /** Context variables the step's output sets (`*`: the step is asked for it), from the context needs. */
+  sets?: string[];
 }
 
 export interface DiagramEdge {
@@ -103,6 +106,7 @@ export function workflowDiagram(workflow: Workflow): WorkflowDiagram {
   const nodes: DiagramNode[] = [];
   const edges: DiagramEdge[] = [];
   const clusters: DiagramCluster[] = [];
+  const needs = contextNeeds(workflow);
   const edge = (from: string, to: string, kind: DiagramEdgeKind, label?: string) =>
     edges.push(label === undefined ? { from, to, kind } : { from, to, kind, label });
   const stepNode = (step: Step, parent?: string): string => {
@@ -122,6 +126,10 @@ export function workflowDiagram(workflow: Workflow): WorkflowDiagram {
           : undefined;
     if (detail !== undefined) node.detail = detail;
     if (parent !== undefined) node.parent = parent;
+    const sets = (needs.byStep.get(step.id) ?? [])
+      .filter((e) => !e.whileUnset)
+      .map((e) => `${e.path}${e.asked ? '*' : ''}`);
+    if (sets.length > 0) node.sets = sets;
     nodes.push(node);
     return id;
   };
@@ -142,6 +150,9 @@ export function workflowDiagram(workflow: Workflow): WorkflowDiagram {
     previous = 'start';
     nodes.push({ id: 'start', kind: 'start', title: 'start' });
   }
+  // Variables read before any step can set them come with the start.
+  const atStart = needs.variables.filter((v) => v.atStart).map((v) => v.path);
+  if (atStart.length > 0) (nodes[0] as DiagramNode).sets = atStart;
   // Where flow goes when a conditional step is skipped: from its predecessor to whatever comes next.
   let skipping: string[] = [];
   let leavingLoop = false;
@@ -219,6 +230,8 @@ export function toMermaid(diagram: WorkflowDiagram): string {
   const nodeLine = (n: DiagramNode) => {
     const lines = n.step !== undefined ? [n.step, n.title] : [n.title];
     if (n.detail !== undefined) lines.push(n.detail);
+    if (n.sets !== undefined)
+      lines.push(`${n.kind === 'start' || n.kind === 'inputs' ? 'context' : 'sets'}: ${n.sets.join(', ')}`);
     return `${ids.get(n.id)}${SHAPES[n.kind](lines.map(mermaidText).join('<br/>'))}`;
   };
   const out = ['flowchart TD'];
@@ -248,4 +261,33 @@ export function toMermaid(diagram: WorkflowDiagram): string {
     out.push(`  class ${members.join(',')} ${kind}`);
   }
   return `${out.join('\n')}\n`;
+}
+
+/** One context variable as authors see it (workflow_get views): what it holds, who sets it, who reads it. */
+export type ContextEntry = {
+  variable: string;
+  expects: string;
+  /** Steps whose output sets it. */
+  set_by: string[];
+  /** Some step asks for it by name (else it is only offered, and may stay unset). */
+  asked: boolean;
+  read_by: string[];
+  /** Read before any step can set it: only the start context sets it in time. */
+  at_start?: true;
+};
+
+/**
+ * The workflow's context needs as a table: the same analysis `fill` names for agents and `validate`
+ * warns from (src/engine/context-needs.ts).
+ */
+export function contextTable(workflow: Workflow): ContextEntry[] {
+  const needs = contextNeeds(workflow);
+  return needs.variables.map((v) => ({
+    variable: v.path,
+    expects: expectedValue(v),
+    set_by: v.setBy,
+    asked: v.asked,
+    read_by: v.reads.map((r) => `${r.step} (${r.what})`),
+    ...(v.atStart ? { at_start: true as const } : {}),
+  }));
 }

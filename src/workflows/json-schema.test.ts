@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { workflowJsonSchema } from '../model/workflow.js';
-import { formatOf, parseDefinition } from './parse.js';
+import { formatOf, isDefinitionFile, parseDefinition } from './parse.js';
 import { validateDefinition } from './validate-definition.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -11,7 +11,7 @@ const committed = JSON.parse(readFileSync(join(root, 'schema', 'workflow.schema.
 
 async function definitions(dir: string): Promise<[string, unknown][]> {
   const out: [string, unknown][] = [];
-  for (const f of readdirSync(dir).filter((name) => formatOf(name) !== undefined)) {
+  for (const f of readdirSync(dir).filter((name) => isDefinitionFile(name))) {
     const parsed = await parseDefinition(readFileSync(join(dir, f), 'utf8'), formatOf(f) ?? 'json');
     if (parsed.ok) out.push([f, parsed.data]);
   }

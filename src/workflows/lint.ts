@@ -1,4 +1,5 @@
 import { conditionVariables } from '../engine/conditions.js';
+import { type ContextVariable, contextNeeds } from '../engine/context-needs.js';
 import { serverOwnedKeys } from '../engine/next-step.js';
 import { stepPromptText, workrailWarnings } from '../engine/workrail.js';
 import type { Violation } from '../model/violation.js';
@@ -23,22 +24,59 @@ type Finding = Violation;
 export function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | undefined): Finding[] {
   const out: Finding[] = [];
   const provided = serverOwnedKeys(workflow);
+  const needs = contextNeeds(workflow);
   const words = documentationWords(workflow);
-  const undocumented = new Set<string>();
+  const warned = new Set<string>();
   const reads = (cond: Condition | undefined, path: string) => {
     for (const v of conditionVariables(cond)) checkVar(v, path);
   };
+  // One warning per variable, at its first read: nothing mentions it; no step asks for it; or it is
+  // read before any step can set it. Each says what an unset variable does there.
   const checkVar = (variable: string, path: string) => {
+    if (warned.has(variable)) return;
     const root = variable.split('.')[0] ?? variable;
-    if (provided.has(root) || undocumented.has(root)) return;
-    if (words.mentions(root)) return;
-    undocumented.add(root);
-    out.push({
-      path,
-      rule: 'undocumentedVariable',
-      message: `reads context variable "${root}", which no loop of this workflow sets and no prompt, precondition or guidance mentions; callers will not know to provide it`,
-      actual: root,
-    });
+    const dangling = needs.dangling.find((d) => d.path === variable);
+    if (dangling) {
+      warned.add(variable);
+      out.push({
+        path,
+        rule: 'unsetVariable',
+        message: `reads ${variable}, but the workflow declares no ${root === 'inputs' ? 'input' : 'step'} "${variable.split('.')[1]}": it is always unset`,
+        actual: variable,
+      });
+      return;
+    }
+    const v = needs.byPath.get(variable);
+    if (provided.has(root) || v === undefined) return;
+    const unset = unsetMeaning(v);
+    const setter = v.setBy.length > 0 ? `; fill offers it (optional) on step "${v.setBy[0]}"` : '';
+    let finding: Finding | undefined;
+    if (!v.asked && !words.mentions(root)) {
+      finding = {
+        path,
+        rule: 'undocumentedVariable',
+        message: `reads context variable "${variable}", which no step, input or default sets and no prompt, precondition or guidance mentions, so callers will not know to provide it. Unset, ${unset}${setter}`,
+        actual: root,
+      };
+    } else if (!v.asked) {
+      finding = {
+        path,
+        rule: 'unsetVariable',
+        message: `reads context variable "${variable}", which no step before the read asks for by name (no step, input or default sets it). Unset, ${unset}${setter}`,
+        actual: root,
+      };
+    } else if (v.atStart) {
+      finding = {
+        path,
+        rule: 'readBeforeSet',
+        message: `reads context variable "${variable}" before any step can set it (step "${v.setBy[0]}" asks for it later): only the context given to workflow_start (or the first workflow_next) sets it in time. Unset, ${unset}`,
+        actual: root,
+      };
+    }
+    if (finding) {
+      warned.add(variable);
+      out.push(finding);
+    }
   };
   const visitPrompt = (step: PromptStep, path: string) => {
     reads(step.runCondition, `${path}/runCondition`);
@@ -95,6 +133,24 @@ export function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | unde
   });
   out.push(...workrailWarnings(workflow));
   return out;
+}
+
+/** What an unset variable does where the workflow reads it (README, "Unset variables"). */
+function unsetMeaning(v: ContextVariable): string {
+  const effects = new Set<string>();
+  for (const read of v.reads) {
+    if (read.what === 'items' || read.what === 'count')
+      effects.add(`loop "${read.step}" refuses to start (PRECONDITION_FAILED)`);
+    else if (read.what === 'loop')
+      effects.add(
+        v.loop?.type === 'until'
+          ? `loop "${read.step}" repeats until its maxIterations`
+          : `loop "${read.step}" does not run (or ends)`,
+      );
+    else if (read.what !== 'template')
+      effects.add('its equals, in, text and numeric tests are false and not_equals is true');
+  }
+  return [...effects].join('; ');
 }
 
 function criteriaList(criteria: PromptStep['validationCriteria']): Condition[] {

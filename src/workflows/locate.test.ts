@@ -37,7 +37,7 @@ describe('jsonLocator', () => {
         const lineCounter = new YAML.LineCounter();
         const doc = YAML.parseDocument(text, { lineCounter, uniqueKeys: false });
         fc.pre(doc.errors.length === 0);
-        const fromYaml = yamlLocator(doc, lineCounter, YAML)(pointers);
+        const fromYaml = yamlLocator(doc, lineCounter, YAML, text)(pointers);
         const fromJson = jsonLocator(text)(pointers);
         expect(Object.fromEntries(fromJson)).toEqual(Object.fromEntries(fromYaml));
       }),
@@ -45,14 +45,35 @@ describe('jsonLocator', () => {
     );
   });
 
-  it('points a missing property at its parent and escapes ~ and / in keys', () => {
+  it('points a member at its key, a missing property at its parent, and escapes ~ and / in keys', () => {
     const text = '{\n  "a/b": {\n    "c~d": [10, {"e": 1}]\n  }\n}';
     const at = jsonLocator(text)(['/a~1b/c~0d/1/e', '/a~1b/c~0d/1/zzz', '/nope', '']);
     expect(Object.fromEntries(at)).toEqual({
-      '/a~1b/c~0d/1/e': { line: 3, column: 23 },
+      '/a~1b/c~0d/1/e': { line: 3, column: 18, source: '1' },
       '/a~1b/c~0d/1/zzz': { line: 3, column: 17 },
       '/nope': { line: 1, column: 1 },
       '': { line: 1, column: 1 },
+    });
+  });
+});
+
+describe('yamlLocator', () => {
+  it('points at the key of a member and quotes a scalar as written (1.0 stays 1.0)', async () => {
+    const YAML = await loadYaml();
+    const text = 'id: x\nversion: 1.0\nsteps:\n  - id: a\n    promt: "hi"\n';
+    const lineCounter = new YAML.LineCounter();
+    const doc = YAML.parseDocument(text, { lineCounter });
+    const at = yamlLocator(
+      doc,
+      lineCounter,
+      YAML,
+      text,
+    )(['/version', '/steps/0', '/steps/0/promt', '/steps/0/x']);
+    expect(Object.fromEntries(at)).toEqual({
+      '/version': { line: 2, column: 1, source: '1.0' },
+      '/steps/0': { line: 4, column: 5 },
+      '/steps/0/promt': { line: 5, column: 5, source: '"hi"' },
+      '/steps/0/x': { line: 4, column: 5 },
     });
   });
 });

@@ -14,6 +14,18 @@ export function formatOf(file: string): DefinitionFormat | undefined {
   return DEFINITION_EXTENSIONS[extname(file).toLowerCase()];
 }
 
+const TEST_FILE = /\.test\.(?:json|ya?ml)$/i;
+
+/** `<id>.test.yaml`, `.test.yml` or `.test.json`: a workflow's tests, never a workflow itself. */
+export function isTestFile(file: string): boolean {
+  return TEST_FILE.test(file);
+}
+
+/** A file a source serves as a workflow definition: JSON or YAML, and not a test file. */
+export function isDefinitionFile(file: string): boolean {
+  return formatOf(file) !== undefined && !isTestFile(file);
+}
+
 export type ParseResult =
   | { ok: true; data: unknown; locate: Locator }
   | { ok: false; violations: Violation[] };
@@ -137,7 +149,7 @@ function parseYaml(text: string, YAML: Yaml, options: ParseOptions): ParseResult
     return {
       ok: true,
       data: doc.toJS({ maxAliasCount: options.maxAliasCount ?? 100 }),
-      locate: yamlLocator(doc, lineCounter, YAML),
+      locate: yamlLocator(doc, lineCounter, YAML, text),
     };
   } catch (error) {
     if (error instanceof ReferenceError) {

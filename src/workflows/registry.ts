@@ -1,13 +1,15 @@
 import { createHash } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { fail } from '../engine/errors.js';
+import { didYouMean, nearestNames } from '../engine/nearest.js';
 import { ValidationEngine } from '../engine/validation-engine.js';
+import { expandTemplateCalls, routineIdsOf } from '../engine/workrail.js';
 import type { Violation } from '../model/violation.js';
 import { DEFAULT_CATEGORY, type Workflow } from '../model/workflow.js';
 import type { RuntimeDocumentStore } from '../store/runtime-documents.js';
 import { type CheckReport, checkDefinition, DEFINITION_LIMITS, oversize } from './check.js';
 import type { DefinitionCache, FileStamp } from './definition-cache.js';
-import { type DefinitionFormat, formatOf } from './parse.js';
+import { type DefinitionFormat, formatOf, isDefinitionFile } from './parse.js';
 import {
   listSourceEntries,
   MAX_SOURCE_DEPTH,
@@ -43,6 +45,29 @@ export interface LoadedWorkflow {
   format: DefinitionFormat;
   /** sha256 of the file bytes. */
   hash: string;
+  /**
+   * What executions pin, when it is not the file: a definition whose templateCalls were expanded from
+   * installed routines is the file and those routines (sha256 of the expanded definition).
+   */
+  definitionHash?: string;
+}
+
+/** Which variant of a workflow a file is, by its name (WorkRail's `x.v2.json` beside `x.json`). */
+type VariantKind = 'v2' | 'agentic' | 'standard' | 'lean';
+
+/**
+ * WorkRail's precedence among files of one folder that define the same id (its defaults: v2 tools and
+ * agentic routines on, lean workflows off): `.v2.` over `.agentic.` over the plain file. A `.lean.` file
+ * is served only when it is the only one (WorkRail serves it only with its lean flag).
+ */
+const VARIANT_RANK: Record<VariantKind, number> = { v2: 3, agentic: 2, standard: 1, lean: 0 };
+
+function variantOf(file: string): VariantKind {
+  const name = basename(file);
+  if (name.includes('.lean.')) return 'lean';
+  if (name.includes('.v2.')) return 'v2';
+  if (name.includes('.agentic.')) return 'agentic';
+  return 'standard';
 }
 
 export interface BrokenWorkflow {
@@ -192,11 +217,24 @@ export class WorkflowRegistry {
     return this.view.byId.get(id);
   }
 
+  /**
+   * The seed's -32001 for an id no source serves, naming the nearest served ids (`coding-task` →
+   * `coding-task-workflow`); the comparison is bounded (engine/nearest.ts).
+   */
+  missing(id: string): never {
+    const near = nearestNames(id, this.view.byId.keys());
+    fail({
+      code: 'workflow_not_found',
+      message: `Workflow not found${didYouMean(id, near)}`,
+      workflowId: id,
+      ...(near.length > 0 ? { didYouMean: near } : {}),
+    });
+  }
+
   /** A valid workflow by id; "missing" and "broken" become the seed's -32001 / -32002 errors. */
   require(id: string): LoadedWorkflow {
     const entry = this.view.byId.get(id);
-    if (entry === undefined)
-      fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+    if (entry === undefined) this.missing(id);
     if (entry.status === 'broken') {
       fail({
         code: 'workflow_invalid',
@@ -255,7 +293,8 @@ export class WorkflowRegistry {
     if (root !== undefined) {
       // Subfolders too (a WorkRail library keeps routines/ and examples/), except where saves land.
       const depth = source.kind === 'runtime' ? 0 : MAX_SOURCE_DEPTH;
-      const listed = await listSourceEntries(root, (n) => formatOf(n) !== undefined, depth);
+      // Test files (`<id>.test.yaml`) sit beside the workflows they test and are never loaded as workflows.
+      const listed = await listSourceEntries(root, isDefinitionFile, depth);
       names = listed.names;
       if (this.options.watch) this.watchFolders(source, listed.folders);
     }
@@ -430,6 +469,35 @@ export class WorkflowRegistry {
       .flatMap((s) => [...(this.files.get(s.dir)?.values() ?? [])].map((f) => f.entry));
   }
 
+  /**
+   * Expands the templateCalls of every served workflow into the steps of the routine they name, when
+   * that routine (`wr.routine-<name>`) is served too; a workflow whose expansion fails is broken.
+   */
+  private expandRoutines(byId: Map<string, RegistryEntry>, broken: BrokenWorkflow[]): void {
+    const routineOf = (templateId: string) => {
+      for (const id of routineIdsOf(templateId)) {
+        const entry = byId.get(id);
+        if (entry?.status === 'valid') return entry.workflow;
+      }
+      return undefined;
+    };
+    for (const [id, entry] of byId) {
+      if (entry.status !== 'valid') continue;
+      const result = expandTemplateCalls(entry.workflow, routineOf);
+      if (result.violations.length > 0) {
+        const failed = brokenEntry(entry.file, entry.source, result.violations, id);
+        byId.set(id, failed);
+        broken.push(failed);
+      } else if (result.expanded) {
+        byId.set(id, {
+          ...entry,
+          workflow: result.workflow,
+          definitionHash: contentVersion(JSON.stringify(result.workflow)),
+        });
+      }
+    }
+  }
+
   private rebuild(): void {
     const byId = new Map<string, RegistryEntry>();
     const broken: BrokenWorkflow[] = [];
@@ -438,10 +506,28 @@ export class WorkflowRegistry {
         a.entry.file < b.entry.file ? -1 : 1,
       );
       const seenHere = new Map<string, string>();
+      // Variants of one id in this source: the best-ranked valid file stands for the id, the others
+      // step aside (neither served nor broken), as WorkRail resolves them.
+      const best = new Map<string, string>();
+      for (const { entry } of files) {
+        if (entry.status !== 'valid') continue;
+        const id = entry.workflow.id;
+        const current = best.get(id);
+        if (current === undefined || VARIANT_RANK[variantOf(entry.file)] > VARIANT_RANK[variantOf(current)])
+          best.set(id, entry.file);
+      }
       for (const { entry } of files) {
         const id = entry.status === 'valid' ? entry.workflow.id : entry.id;
         if (entry.status === 'broken') broken.push(entry);
         if (id === undefined) continue;
+        const chosen = best.get(id);
+        if (
+          entry.status === 'valid' &&
+          chosen !== undefined &&
+          chosen !== entry.file &&
+          variantOf(chosen) !== variantOf(entry.file)
+        )
+          continue;
         const clash = seenHere.get(id);
         if (clash !== undefined) {
           broken.push({
@@ -464,6 +550,7 @@ export class WorkflowRegistry {
         byId.set(id, entry);
       }
     }
+    this.expandRoutines(byId, broken);
     const summaries: WorkflowSummary[] = [];
     for (const entry of byId.values()) {
       if (entry.status !== 'valid') continue;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fail } from '../engine/errors.js';
-import { formatOf } from './parse.js';
+import { formatOf, isTestFile } from './parse.js';
 
 /**
  * The path of `name` inside `dir`, or a `path_outside_runtime` failure when it would land anywhere
@@ -42,6 +42,8 @@ export function fileNameProblem(name: string): string | undefined {
     return 'only ASCII letters, digits, "-", "_" and single dots between them are allowed (no spaces, control characters, ":", "%", "\\\\" or non-ASCII look-alikes)';
   }
   if (formatOf(name) === undefined) return 'it must end in .json, .yaml or .yml';
+  if (isTestFile(name))
+    return 'names ending in .test.json, .test.yaml or .test.yml hold workflow tests, never a workflow';
   if (RESERVED.test(name.split('.')[0] as string)) return 'it is a reserved device name on Windows';
   return undefined;
 }

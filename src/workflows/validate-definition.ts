@@ -1,17 +1,27 @@
 import type * as z from 'zod';
+import { didYouMean } from '../engine/nearest.js';
 import { expressionsIn, parseReference } from '../engine/templating.js';
 import { workrailViolations } from '../engine/workrail.js';
 import type { Violation } from '../model/violation.js';
 import { isCommandStep, isLoopStep, type Workflow, WorkflowSchema } from '../model/workflow.js';
+import { propertyNamesAt } from './schema-names.js';
 
-export type DefinitionResult = { ok: true; workflow: Workflow } | { ok: false; violations: Violation[] };
+/**
+ * `workflow` is the model whenever the schema passed, even when a rule beyond it failed (duplicate
+ * step ids, loop bodies, templates): later checks can still run on it, so one pass reports everything.
+ */
+export type DefinitionResult =
+  | { ok: true; workflow: Workflow }
+  | { ok: false; violations: Violation[]; workflow?: Workflow };
 
 /** Checks a parsed definition against the workflow schema and the rules a schema cannot express. */
 export function validateDefinition(data: unknown): DefinitionResult {
   const parsed = WorkflowSchema.safeParse(data);
   if (!parsed.success) return { ok: false, violations: issuesToViolations(parsed.error.issues, data) };
   const semantic = semanticViolations(parsed.data);
-  return semantic.length > 0 ? { ok: false, violations: semantic } : { ok: true, workflow: parsed.data };
+  return semantic.length > 0
+    ? { ok: false, violations: semantic, workflow: parsed.data }
+    : { ok: true, workflow: parsed.data };
 }
 
 export function toPointer(path: ReadonlyArray<PropertyKey>): string {
@@ -27,6 +37,23 @@ function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
   return cur;
 }
 
+/** What a value is, for "must be a string, not a number". */
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  return `a ${typeof value}`;
+}
+
+const ARTICLE: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  boolean: 'true or false',
+  object: 'a mapping (object)',
+  array: 'a list (array)',
+  int: 'a whole number',
+};
+
 function describeValue(value: unknown): string {
   if (value === undefined) return 'missing';
   if (value === null) return 'null';
@@ -41,7 +68,12 @@ type Issue = z.core.$ZodIssue;
 /** Unknown properties named in one violation; the rest are counted. */
 const MAX_KEYS_SHOWN = 10;
 
-function issuesToViolations(issues: readonly Issue[], root: unknown, base: PropertyKey[] = []): Violation[] {
+/** Zod issues as violations (JSON Pointer paths), the closest branch of a union only. */
+export function issuesToViolations(
+  issues: readonly Issue[],
+  root: unknown,
+  base: PropertyKey[] = [],
+): Violation[] {
   const out: Violation[] = [];
   for (const issue of issues) {
     const path = [...base, ...issue.path];
@@ -57,9 +89,37 @@ function issuesToViolations(issues: readonly Issue[], root: unknown, base: Prope
       out.push(...issuesToViolations(nearest.length > 0 ? nearest : best, root, path));
       continue;
     }
-    out.push(issueToViolation(issue, path, root));
+    if (issue.code === 'unrecognized_keys') out.push(...unknownKeyViolations(issue.keys, path));
+    else out.push(issueToViolation(issue, path, root));
   }
   return dedupe(out);
+}
+
+/**
+ * One violation per unknown property, at the property itself (so its line and column are the key's),
+ * with the nearest allowed names; the rest of a long list is counted in one more.
+ */
+function unknownKeyViolations(keys: readonly string[], path: PropertyKey[]): Violation[] {
+  let known: string[] | undefined;
+  const out: Violation[] = keys.slice(0, MAX_KEYS_SHOWN).map((key) => {
+    known ??= propertyNamesAt(path);
+    const shown = key.length > 64 ? `${key.slice(0, 64)}…` : key;
+    return {
+      path: toPointer([...path, key]),
+      rule: 'additionalProperties',
+      message: `unknown property "${shown}"${didYouMean(key, known)}`,
+      actual: shown,
+    };
+  });
+  if (keys.length > MAX_KEYS_SHOWN) {
+    out.push({
+      path: toPointer(path),
+      rule: 'additionalProperties',
+      message: `${keys.length - MAX_KEYS_SHOWN} more unknown properties`,
+      actual: String(keys.length),
+    });
+  }
+  return out;
 }
 
 function issueToViolation(issue: Issue, path: PropertyKey[], root: unknown): Violation {
@@ -71,7 +131,9 @@ function issueToViolation(issue: Issue, path: PropertyKey[], root: unknown): Vio
         path: pointer,
         rule: actualValue === undefined ? 'required' : 'type',
         message:
-          actualValue === undefined ? `${pointer || 'value'} is required` : `must be ${issue.expected}`,
+          actualValue === undefined
+            ? `${path.length > 0 ? `"${String(path.at(-1))}"` : 'a value'} is required`
+            : `must be ${ARTICLE[issue.expected] ?? issue.expected}, not ${kindOf(actualValue)}`,
         expected: issue.expected,
         actual: describeValue(actualValue),
       };
@@ -98,18 +160,6 @@ function issueToViolation(issue: Issue, path: PropertyKey[], root: unknown): Vio
         expected: 'pattern' in issue && issue.pattern ? String(issue.pattern) : issue.format,
         actual: describeValue(actualValue),
       };
-    case 'unrecognized_keys': {
-      const shown = issue.keys
-        .slice(0, MAX_KEYS_SHOWN)
-        .map((k) => (k.length > 64 ? `${k.slice(0, 64)}…` : k));
-      const more = issue.keys.length > shown.length ? ` and ${issue.keys.length - shown.length} more` : '';
-      return {
-        path: pointer,
-        rule: 'additionalProperties',
-        message: `unknown propert${issue.keys.length > 1 ? 'ies' : 'y'} ${shown.map((k) => `"${k}"`).join(', ')}${more}`,
-        actual: `${shown.join(', ')}${more}`,
-      };
-    }
     case 'invalid_value':
       return {
         path: pointer,
@@ -131,7 +181,8 @@ function issueToViolation(issue: Issue, path: PropertyKey[], root: unknown): Vio
   }
 }
 
-function dedupe(violations: Violation[]): Violation[] {
+/** Each finding once (the same path, rule and message reported twice). */
+export function dedupe(violations: Violation[]): Violation[] {
   const seen = new Set<string>();
   return violations.filter((v) => {
     const key = `${v.path}|${v.rule}|${v.message}`;

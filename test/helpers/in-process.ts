@@ -1,14 +1,113 @@
-import { InMemoryTransport, type JSONRPCMessage } from '@modelcontextprotocol/server';
-import { createApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
+import type { Client } from '@modelcontextprotocol/client';
+import {
+  InMemoryTransport,
+  type JSONRPCMessage,
+  type McpServer,
+  type Transport,
+} from '@modelcontextprotocol/server';
+import { type AppOptions, createApp } from '../../src/app.js';
+import { loadConfig, loadHttpSettings } from '../../src/config.js';
 import { localCaller } from '../../src/executions/execution-model.js';
+import { directCalls } from '../../src/protocol/mcp-server.js';
 import { ProtocolRules } from '../../src/protocol/rules.js';
 import { channelOf } from '../../src/protocol/transport-channel.js';
+import { startHttp } from '../../src/transports/http.js';
 import { toolAliases } from '../../src/transports/stdio.js';
 import type { Sandbox } from './server.js';
 import { validationWorkerUrl } from './validation-worker.js';
 
 type Json = Record<string, any>;
+
+/** The app, its protocol rules and SDK server wired as the stdio entry wires them, over an in-memory pair. */
+async function wired(sb: Sandbox, env: Record<string, string>, options: AppOptions = {}) {
+  const app = createApp(loadConfig({ env: { ...sb.env, ...env }, cwd: sb.project }), {
+    watch: false,
+    log: () => undefined,
+    validationWorker: await validationWorkerUrl(),
+    ...options,
+  });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const tools = app.toolSwitch();
+  let server: McpServer | undefined;
+  const rules = new ProtocolRules({
+    channel: channelOf(serverSide),
+    directMethods: new Set(app.runner.tools.map((t) => t.name)),
+    tools: app.toolNames,
+    aliases: toolAliases(app),
+    direct: directCalls({
+      runner: app.runner,
+      tools,
+      server: () => server,
+      caller: (call) => ({ ...localCaller(), signal: call.signal, onNetworkWait: call.detach }),
+    }),
+    ordered: true,
+    requireInitialize: true,
+  });
+  server = app.serverFactory({ detach: (id) => rules.detach(id), tools });
+  return {
+    app,
+    clientSide,
+    connect: () => (server as McpServer).connect(rules),
+    close: async () => {
+      await rules.close();
+      await app.close();
+    },
+  };
+}
+
+/**
+ * An SDK client connected to the composition root in-process: the same rules and SDK server the stdio
+ * entry builds, every message serialized both ways as on a wire. Pass a `client` configured with its
+ * capabilities and handlers (sampling, elicitation) to use it; by default a plain one.
+ */
+export async function inProcessClient(
+  sb: Sandbox,
+  env: Record<string, string> = {},
+  options: { client?: Client; app?: AppOptions } = {},
+) {
+  const { Client: SdkClient } = await import('@modelcontextprotocol/client');
+  const client = options.client ?? new SdkClient({ name: 'in-process', version: '1.0.0' });
+  const { app, clientSide, connect, close } = await wired(sb, env, options.app);
+  const wire: Transport = {
+    start: () => clientSide.start(),
+    close: () => clientSide.close(),
+    send: (message) => clientSide.send(JSON.parse(JSON.stringify(message)) as JSONRPCMessage),
+  };
+  clientSide.onmessage = (message, extra) =>
+    wire.onmessage?.(JSON.parse(JSON.stringify(message)) as JSONRPCMessage, extra);
+  clientSide.onclose = () => wire.onclose?.();
+  clientSide.onerror = (error) => wire.onerror?.(error);
+  await connect();
+  await client.connect(wire);
+  return {
+    client,
+    app,
+    async close() {
+      await client.close().catch(() => undefined);
+      await close();
+    },
+  };
+}
+
+/** The app serving Streamable HTTP (both eras) on an ephemeral port of 127.0.0.1, in this process. */
+export async function inProcessHttp(sb: Sandbox, env: Record<string, string> = {}, options: AppOptions = {}) {
+  const config = loadConfig({ env: { ...sb.env, WORKFLOWLOOKUP_RATE_LIMIT: '0', ...env }, cwd: sb.project });
+  const app = createApp(config, {
+    watch: false,
+    log: () => undefined,
+    validationWorker: await validationWorkerUrl(),
+    ...options,
+  });
+  const http = await startHttp(app, loadHttpSettings(config, { port: '0' }));
+  return {
+    app,
+    url: http.url,
+    async close() {
+      await http.close(0);
+      await app.close();
+    },
+  };
+}
 
 /**
  * The composition root driven in-process: the same rules and SDK server the stdio entry builds, over
@@ -16,25 +115,7 @@ type Json = Record<string, any>;
  * wire). For the bulk of protocol cases, without spawning a process per test.
  */
 export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
-  const app = createApp(loadConfig({ env: { ...sb.env, ...env }, cwd: sb.project }), {
-    watch: false,
-    log: () => undefined,
-    validationWorker: await validationWorkerUrl(),
-  });
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  const tools = app.toolSwitch();
-  const rules = new ProtocolRules({
-    channel: channelOf(serverSide),
-    directMethods: new Set(app.runner.tools.map((t) => t.name)),
-    aliases: toolAliases(app),
-    direct: (method, params, call) =>
-      app.runner.run(method, params, {
-        caller: { ...localCaller(), signal: call.signal, onNetworkWait: call.detach },
-        tools,
-      }),
-    ordered: true,
-    requireInitialize: true,
-  });
+  const { clientSide, connect, close } = await wired(sb, env);
   const answers: Json[] = [];
   const waiters: (() => void)[] = [];
   clientSide.onmessage = (message) => {
@@ -42,7 +123,7 @@ export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
     for (const w of waiters.splice(0)) w();
   };
   await clientSide.start();
-  await app.serverFactory({ detach: (id) => rules.detach(id), tools }).connect(rules);
+  await connect();
   return {
     answers,
     send(message: unknown) {
@@ -59,9 +140,6 @@ export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
       }
       return answers.slice(0, count);
     },
-    async close() {
-      await rules.close();
-      await app.close();
-    },
+    close,
   };
 }

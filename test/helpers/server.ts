@@ -29,6 +29,8 @@ export function sandbox(extraEnv: Record<string, string> = {}): Sandbox {
     PATH: process.env.PATH ?? '',
     HOME: home,
     XDG_CONFIG_HOME: join(home, '.config'),
+    // In-process apps read the data dir from this env, not from the process's HOME.
+    XDG_DATA_HOME: join(home, '.local', 'share'),
     WORKFLOWLOOKUP_WORKFLOWS_PATH: runtime,
     ...extraEnv,
   };

@@ -91,8 +91,7 @@ export function authoringPrompts(
   const source = async (id: string) => {
     await registry.ready();
     const entry = registry.get(id);
-    if (entry === undefined)
-      fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+    if (entry === undefined) return registry.missing(id);
     const text = (await registry.readSource(entry)).toString('utf8');
     return { entry, text, format: formatOf(entry.file) ?? 'json' };
   };
@@ -190,23 +189,27 @@ export function authoringPrompts(
           await knownAgents(),
           registry.allowedEnv,
         );
-        const problems = report.valid
-          ? report.warnings.length > 0
-            ? `It is valid, but has these warnings:\n${findingLines(report.warnings)}`
-            : 'It is valid; there is nothing to fix.'
-          : `It has these violations:\n${findingLines(report.errors)}`;
-        return [
-          await guideMessage(),
-          {
-            kind: 'text',
-            text: [
-              `This workflow manifest (${report.format}) does not pass validation as it should:`,
-              `\`\`\`${report.format}\n${text}\n\`\`\``,
-              problems,
+        const manifest = `\`\`\`${report.format}\n${text}\n\`\`\``;
+        // Say what the check found first: only a manifest that fails it is called one that fails it.
+        const body = !report.valid
+          ? [
+              `This workflow manifest (${report.format}) does not pass validation:`,
+              manifest,
+              `It has these violations:\n${findingLines(report.errors)}`,
               'Return the corrected manifest in full, changing only what the violations require. Check it with workflow_validate_manifest before saving it with workflow_save.',
-            ].join('\n\n'),
-          },
-        ];
+            ]
+          : report.warnings.length > 0
+            ? [
+                `This workflow manifest (${report.format}) passes validation, with warnings:`,
+                manifest,
+                `Warnings (legal, but probably not meant):\n${findingLines(report.warnings)}`,
+                'If a warning points at a mistake, return the corrected manifest in full, changing only what it requires, and check it with workflow_validate_manifest before saving it with workflow_save. Otherwise nothing needs fixing.',
+              ]
+            : [
+                `This workflow manifest (${report.format}) passes validation: there is nothing to fix.`,
+                manifest,
+              ];
+        return [await guideMessage(), { kind: 'text', text: body.join('\n\n') }];
       },
     },
     {
@@ -233,11 +236,16 @@ export function authoringPrompts(
         const { workflow } = registry.require(workflow_id ?? '');
         const declared = workflow.inputs ?? {};
         const given: Record<string, unknown> = {};
-        const context: Record<string, unknown> = { ...jsonObject(contextArg, 'context') };
+        const extra: [string, unknown][] = [];
         for (const [name, value] of Object.entries(jsonObject(inputsArg, 'inputs'))) {
           if (Object.hasOwn(declared, name)) given[name] = value;
-          else context[name] = value;
+          else extra.push([name, value]);
         }
+        // Defined, never assigned: a client's `__proto__` key stays a key.
+        const context: Record<string, unknown> = {
+          ...jsonObject(contextArg, 'context'),
+          ...Object.fromEntries(extra),
+        };
         // The same check workflow_start applies; providers are not called here (workflow_resolve_inputs does).
         const check = await inputs.check(workflow, given, { providers: false });
         const inputLines = check.inputs.map((r) => {

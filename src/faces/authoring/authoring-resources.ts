@@ -1,14 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fail } from '../../engine/errors.js';
 import { workflowJsonSchema } from '../../model/workflow.js';
 import { formatOf } from '../../workflows/parse.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
+import { testFileJsonSchema } from '../../workflows/test-format.js';
 import type { ResourceDefinition } from '../resource.js';
 
 export const AUTHORING_BASE = 'workflowlookup://authoring';
 export const GUIDE_URI = `${AUTHORING_BASE}/spec`;
 export const SCHEMA_URI = `${AUTHORING_BASE}/schema`;
+export const TEST_SCHEMA_URI = `${AUTHORING_BASE}/test-schema`;
 
 /** The authoring guide shipped in docs/ (read once, then kept). */
 export function guideLoader(packageRoot: string): () => Promise<string> {
@@ -50,6 +51,15 @@ export function authoringResources(
       read: async () => JSON.stringify(workflowJsonSchema(), null, 2),
     },
     {
+      name: 'workflow.test-schema',
+      uri: TEST_SCHEMA_URI,
+      title: 'Workflow test JSON Schema',
+      description:
+        'JSON Schema (draft 2020-12) of a workflow test file (<id>.test.yaml): scenarios workflow_test and `workflowlookup test` run',
+      mimeType: 'application/schema+json',
+      read: async () => JSON.stringify(testFileJsonSchema(), null, 2),
+    },
+    {
       name: 'workflow.manifests',
       uri: `${AUTHORING_BASE}/manifests`,
       title: 'Workflow manifests',
@@ -84,8 +94,7 @@ export function authoringResources(
         await registry.ready();
         const id = decodeURIComponent(vars.workflowId ?? '');
         const entry = registry.get(id);
-        if (entry === undefined)
-          fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+        if (entry === undefined) return registry.missing(id);
         return (await registry.readSource(entry)).toString('utf8');
       },
     },

@@ -2,8 +2,14 @@ import { basename } from 'node:path';
 import * as z from 'zod';
 import { fail } from '../../engine/errors.js';
 import type { ValidationEngine } from '../../engine/validation-engine.js';
+import type { WorkflowTests } from '../../executions/workflow-tests.js';
 import { IdSchema, type Workflow } from '../../model/workflow.js';
-import { type CheckReport, checkDefinition, DEFINITION_LIMITS } from '../../workflows/check.js';
+import {
+  type CheckReport,
+  checkDefinition,
+  DEFINITION_LIMITS,
+  describeViolation,
+} from '../../workflows/check.js';
 import { detectFormat } from '../../workflows/manifest-check.js';
 import { type DefinitionFormat, formatOf } from '../../workflows/parse.js';
 import type { PersonaRegistry } from '../../workflows/personas.js';
@@ -11,7 +17,8 @@ import { contentVersion, type RegistryEntry, type WorkflowRegistry } from '../..
 import type { RuntimeWorkflows } from '../../workflows/runtime-workflows.js';
 import { NextSchema, next, startCall } from '../next.js';
 import { ViolationSchema } from '../schemas.js';
-import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
+import { annotate, defineTool, READ_ONLY, requireConfirmation, type ToolDefinition } from '../tool.js';
+import { TestsSchema, testHint, workflowTestTool } from './workflow-test-tool.js';
 
 // No length limit here: the check measures every definition in UTF-8 bytes, whatever path it takes.
 const ContentSchema = z
@@ -19,14 +26,6 @@ const ContentSchema = z
   .min(1)
   .describe(`The manifest as JSON or YAML text (at most ${DEFINITION_LIMITS.maxBytes} bytes as UTF-8)`);
 const FormatSchema = z.enum(['json', 'yaml']).describe('Format of content (default: detected)');
-
-const STANDARD = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
-const DESTRUCTIVE = {
-  readOnlyHint: false,
-  destructiveHint: true,
-  idempotentHint: true,
-  openWorldHint: false,
-};
 
 export interface AuthoringDeps {
   registry: WorkflowRegistry;
@@ -36,6 +35,8 @@ export interface AuthoringDeps {
   runtime: RuntimeWorkflows;
   /** Names `${{ env.X }}` may use (WORKFLOWLOOKUP_ALLOWED_ENV). */
   allowedEnvNames: ReadonlySet<string>;
+  /** Runs workflow tests (workflow_test, and the untested-paths hint of workflow_validate_manifest). */
+  tests?: () => Promise<WorkflowTests>;
 }
 
 /**
@@ -72,8 +73,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
     const own = registry.inSource(runtime.kind, id);
     if (own) return own;
     const other = registry.get(id);
-    if (other === undefined)
-      fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+    if (other === undefined) return registry.missing(id);
     fail({
       code: 'workflow_read_only',
       message: `workflow "${id}" comes from the ${other.source} source (${other.file}), which is read-only`,
@@ -94,6 +94,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
     });
   };
 
+  const tests = deps.tests;
   return [
     defineTool({
       name: 'workflow_validate_manifest',
@@ -106,6 +107,9 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           content: ContentSchema.optional(),
           manifest: z.record(z.string(), z.unknown()).optional().describe('The manifest as an object'),
           format: FormatSchema.optional(),
+          tests: TestsSchema.optional().describe(
+            'Tests to run against a valid manifest (default: the test file beside the saved workflow of its id, if any); their untested paths come back as a hint',
+          ),
         })
         .refine((v) => (v.content === undefined) !== (v.manifest === undefined), {
           message: 'give exactly one of content or manifest',
@@ -118,6 +122,19 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         errors: z.array(z.string()).describe('Each error as one line: "path (line:column): message"'),
         warnings: z.array(ViolationSchema).describe('Legal but probably unintended constructs'),
         violations: z.array(ViolationSchema).describe('The errors, structured (seed 003 §10.2)'),
+        tests: z
+          .object({
+            passed: z.number(),
+            failed: z.number(),
+            file: z.string().optional().describe('The test file, when the tests came from one'),
+            errors: z.array(z.string()).describe('Why the tests could not run'),
+          })
+          .optional()
+          .describe('How the workflow tests fare, when there are tests (see workflow_test)'),
+        untested: z
+          .array(z.string())
+          .optional()
+          .describe('Hint: the paths (steps, condition outcomes, loop exits) no scenario of the tests walks'),
         next: NextSchema,
       }),
       annotations: READ_ONLY,
@@ -125,8 +142,19 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         r.valid
           ? `Valid${r.warnings.length > 0 ? `, ${r.warnings.length} warning(s)` : ''}.`
           : `${r.errors.length} error(s).`,
-      handler: async ({ content, manifest, format }) => {
+      handler: async ({ content, manifest, format, tests: given }, ctx) => {
         const r = await report(content, manifest, format);
+        // A valid manifest with tests: how they fare, and the paths none walks (a hint, not an error).
+        const hint =
+          r.valid && r.workflow !== undefined && tests !== undefined
+            ? await testHint(
+                { registry, tests },
+                r.workflow,
+                contentVersion(content ?? JSON.stringify(manifest)),
+                given,
+                ctx.caller.signal,
+              )
+            : undefined;
         // The manifest itself is not repeated: the agent has it, and fills it in.
         const text =
           content !== undefined ? 'the manifest text you just checked' : 'the manifest as JSON or YAML text';
@@ -134,12 +162,10 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           valid: r.valid,
           ...(r.workflow ? { workflow_id: r.workflow.id } : {}),
           format: r.format,
-          errors: r.errors.map(
-            (e) =>
-              `${e.path || '(root)'}${e.line !== undefined ? ` (${e.line}:${e.column ?? 0})` : ''}: ${e.message}`,
-          ),
+          errors: r.errors.map(describeViolation),
           warnings: r.warnings,
           violations: r.errors,
+          ...(hint ?? {}),
           next: r.valid
             ? [next('workflow_save', {}, { content: text })]
             : [next('workflow_validate_manifest', {}, { content: `${text}, with the errors fixed` })],
@@ -183,7 +209,8 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         warnings: z.array(ViolationSchema).describe('Warnings from validation'),
         next: NextSchema,
       }),
-      annotations: STANDARD,
+      // With overwrite (or expected_version) it replaces a workflow's content; saving the same again changes nothing.
+      annotations: annotate({ changes: 'destructively', repeatable: true, external: false }),
       summarize: (r) => `Saved ${r.workflow_id} to ${r.path}.`,
       handler: ({ content, format, overwrite, expected_version, file_name }, ctx) =>
         serialized(async () => {
@@ -235,7 +262,8 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         version: z.string().describe('sha256 of the new file'),
         next: NextSchema,
       }),
-      annotations: STANDARD,
+      // Never over another workflow, and renaming back restores it: nothing is lost.
+      annotations: annotate({ changes: 'reversibly', repeatable: true, external: false }),
       summarize: (r) => `Renamed ${r.previous_id} to ${r.workflow_id}.`,
       handler: ({ workflow_id, new_id }, ctx) =>
         serialized(async () => {
@@ -292,27 +320,18 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
         now_served_from: z.string().optional().describe('Source that now provides this id, if any'),
         next: NextSchema,
       }),
-      annotations: DESTRUCTIVE,
+      annotations: annotate({ changes: 'destructively', repeatable: true, external: false }),
       summarize: (r) => `Deleted ${r.workflow_id} (${r.path}).`,
       handler: ({ workflow_id, confirm }, ctx) =>
         serialized(async () => {
           const entry = await runtimeEntry(workflow_id);
-          if (confirm !== true) {
-            const asked = ctx.confirm
-              ? await ctx.confirm(
-                  `Delete workflow "${workflow_id}" (${basename(entry.file)}) from ${runtime.where}?`,
-                )
-              : false;
-            if (!asked) {
-              fail({
-                code: 'confirmation_required',
-                message: ctx.confirm
-                  ? `the user did not confirm deleting "${workflow_id}"`
-                  : `deleting "${workflow_id}" needs confirm: true`,
-                workflowId: workflow_id,
-              });
-            }
-          }
+          await requireConfirmation(ctx, confirm, {
+            question: `Delete workflow "${workflow_id}" (${basename(entry.file)}) from ${runtime.where}?`,
+            doing: `deleting "${workflow_id}"`,
+            tool: 'workflow_delete',
+            arguments: { workflow_id },
+            workflowId: workflow_id,
+          });
           await runtime.remove(entry, workflow_id, ctx.caller.principal);
           const after = registry.get(workflow_id);
           return {
@@ -324,6 +343,15 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           };
         }),
     }),
+    ...(tests === undefined
+      ? []
+      : [
+          workflowTestTool({
+            registry,
+            tests,
+            check: (content, format) => report(content, undefined, format),
+          }),
+        ]),
   ];
 }
 

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import type { CatalogService } from '../../catalogs/catalog-service.js';
 import { NextSchema, next } from '../next.js';
 import { ViolationSchema } from '../schemas.js';
-import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
+import { annotate, defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 
 const SourceShape = {
   source: z
@@ -25,8 +25,6 @@ const namesCatalog = (v: { catalog_id?: string | undefined; catalog_title?: stri
   v.catalog_id !== undefined || v.catalog_title !== undefined;
 const NAMES_CATALOG = { message: 'give catalog_id or catalog_title', path: ['catalog_id'] };
 
-const STANDARD = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
-
 /** Seed 003 §5 catalog tools: OpenAPI sources become catalogs whose operations are commands. */
 export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
   return [
@@ -44,7 +42,7 @@ export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
         violations: z.array(ViolationSchema).describe('Why it is invalid'),
         next: NextSchema,
       }),
-      annotations: { ...READ_ONLY, openWorldHint: true },
+      annotations: annotate({ changes: 'nothing', repeatable: true, external: true }),
       summarize: (r) =>
         r.valid ? `Valid ${r.document_kind}: ${r.operation_count} operation(s).` : 'Not importable.',
       handler: async (source) => {
@@ -104,7 +102,7 @@ export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
           .describe('The first 50 commands'),
         next: NextSchema,
       }),
-      annotations: { ...READ_ONLY, openWorldHint: true },
+      annotations: annotate({ changes: 'nothing', repeatable: true, external: true }),
       summarize: (r) => `Catalog ${r.catalog.id}: ${r.projected_command_count} command(s) would be created.`,
       handler: async (input) => {
         const { id, plan } = await catalogs.plan(input);
@@ -156,12 +154,14 @@ export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
         warnings: z.array(z.string()).describe('Warnings'),
         next: NextSchema,
       }),
-      annotations: { ...STANDARD, openWorldHint: true },
+      // With overwrite it replaces a catalog; a URL source is fetched.
+      annotations: annotate({ changes: 'destructively', repeatable: true, external: true }),
       summarize: (r) => `Imported catalog ${r.catalog_id}: ${r.command_count} command(s).`,
       handler: async (input, ctx) => {
+        const confirmer = ctx.confirm;
         const { catalog, plan, credentialBound, warnings } = await catalogs.import(
           { ...input, principal: ctx.caller.principal },
-          ctx.confirm,
+          confirmer && (async (question: string) => (await confirmer(question)).confirmed),
         );
         return {
           catalog_id: catalog.config.id,
@@ -193,7 +193,7 @@ export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
         command_count_after_toggle: z.number().describe('Commands available across enabled catalogs'),
         next: NextSchema,
       }),
-      annotations: { ...STANDARD, idempotentHint: true },
+      annotations: annotate({ changes: 'reversibly', repeatable: true, external: false }),
       summarize: (r) => `Catalog ${r.catalog_id} ${r.enabled ? 'enabled' : 'disabled'}.`,
       handler: async ({ catalog_id, catalog_title, enabled }, ctx) => {
         const catalog = await catalogs.setEnabled(catalog_id ?? catalog_title, enabled, ctx.caller.principal);
@@ -227,12 +227,7 @@ export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
         next: NextSchema,
       }),
       summarize: (r) => `Removed catalog ${r.removed_catalog_id}.`,
-      annotations: {
-        readOnlyHint: false,
-        destructiveHint: true,
-        idempotentHint: false,
-        openWorldHint: false,
-      },
+      annotations: annotate({ changes: 'destructively', repeatable: true, external: false }),
       handler: async ({ catalog_id, catalog_title, remove_manifest }, ctx) => {
         const removed = await catalogs.remove(
           catalog_id ?? catalog_title,

@@ -16,8 +16,8 @@ import { stepPromptText } from '../../engine/workrail.js';
 import { IdSchema, isCommandStep, type Workflow } from '../../model/workflow.js';
 import { checkManifest } from '../../workflows/manifest-check.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
-import { type NextCall, NextSchema, next, resolveInputsCall, startCall } from '../next.js';
-import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
+import { type NextCall, NextSchema, next, resolveInputsCall, startCall, startFill } from '../next.js';
+import { annotate, defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 import { actionSteps, planSteps } from './step-plan.js';
 
 export interface InputToolDeps {
@@ -46,11 +46,15 @@ const SubjectWithInputs = z
  */
 function afterInputs(workflow: Workflow, r: InputCheck, context?: Record<string, unknown>): NextCall {
   if (!r.ready) return resolveInputsCall(workflow.id, r.inputs);
-  return next('workflow_start', {
-    workflow_id: workflow.id,
-    ...(Object.keys(r.values).length > 0 ? { inputs: r.values } : {}),
-    ...(context !== undefined ? { context } : {}),
-  });
+  return next(
+    'workflow_start',
+    {
+      workflow_id: workflow.id,
+      ...(Object.keys(r.values).length > 0 ? { inputs: r.values } : {}),
+      ...(context !== undefined ? { context } : {}),
+    },
+    startFill(workflow),
+  );
 }
 
 /**
@@ -168,7 +172,8 @@ export function inputTools(deps: InputToolDeps): ToolDefinition[] {
           .describe('Per-input status (the value only where it is not in values)'),
         next: NextSchema,
       }),
-      annotations: { ...READ_ONLY, idempotentHint: false, openWorldHint: true },
+      // Input providers call list operations of the imported APIs.
+      annotations: annotate({ changes: 'nothing', repeatable: true, external: true }),
       summarize: (r) =>
         r.ready
           ? 'The inputs are ready.'

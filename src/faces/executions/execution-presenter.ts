@@ -1,6 +1,8 @@
 // Words the outcomes of the execution service for the wire: tool answers, messages, instructions and
-// the call to make next. Every value appears once: the step prompt (with its title, criteria, notices
-// and loop position) in agent_content, the continuation token in the workflow_next_step call of `next`.
+// the call to make next. The step prompt (with its title, criteria, notices and loop position) appears
+// once, in agent_content. The continuation token is where seed 004 shows it (`new_token` in the tool
+// answers, `continuation_token` in the current_step resource and workflow_resume) and in the
+// workflow_next_step call of `next`, ready to send.
 import type { CurrentState, Outcome, StepView } from '../../executions/execution-model.js';
 import { type NextCall, next } from '../next.js';
 
@@ -37,16 +39,18 @@ export function leanStep(view: StepView) {
   };
 }
 
+/** The fill of a step view; replay records from before `fill` existed get what they carried then. */
+export function viewFill(stepName: string, view?: StepView): Record<string, string> {
+  if (view?.fill !== undefined) return view.fill;
+  return {
+    'output.summary': `what you did for step "${stepName}" (its validation criteria check this text)`,
+    ...Object.fromEntries((view?.reports ?? []).map((r) => [`output.context.${r.name}`, r.hint])),
+  };
+}
+
 /** Reporting the step the agent was given: the token travels here and nowhere else in the answer. */
-export function submitStep(stepName: string, token: string, view?: StepView): NextCall {
-  return next(
-    'workflow_next_step',
-    { token },
-    {
-      'output.summary': `what you did for step "${stepName}" (its validation criteria check this text)`,
-      ...Object.fromEntries((view?.reports ?? []).map((r) => [`output.context.${r.name}`, r.hint])),
-    },
-  );
+export function submitStep(token: string, fill: Record<string, string>): NextCall {
+  return next('workflow_next_step', { token }, fill);
 }
 
 export const resumeCall = (executionId: string) => next('workflow_resume', { execution_id: executionId });
@@ -56,7 +60,7 @@ export const unpauseCall = (executionId: string) =>
   next('workflow_set_state', { execution_id: executionId, state: 'running' });
 
 const SEND_NEXT =
-  'Do what agent_content says, then send the call in next with output.summary filled in (context variables the step sets go in output.context).';
+  'Do what agent_content says, then send the call in next with every path its fill names filled in.';
 
 /** The answer of workflow_start and workflow_next_step. */
 export function presentOutcome(outcome: Outcome): Record<string, unknown> {
@@ -78,8 +82,9 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
       step_name: outcome.step_name,
       validation: outcome.validation,
       message: `Step '${outcome.step_name}' output did not pass validation: ${outcome.validation.issues.join('; ')}. Fix it and send the call in next again.`,
+      ...(outcome.token ? { new_token: outcome.token } : {}),
       next: outcome.token
-        ? [submitStep(outcome.step_name, outcome.token)]
+        ? [submitStep(outcome.token, outcome.fill ?? viewFill(outcome.step_name))]
         : [resumeCall(outcome.execution_id)],
     };
   }
@@ -100,7 +105,7 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
           ? `${lead} ${ranCommands(outcome.commands.length)}; step '${stepName}' ready. ${SEND_NEXT}`
           : outcome.origin === 'started'
             ? `${lead} Step '${stepName}' ready.` // seed 004's words
-            : `Step '${stepName}' ready. ${SEND_NEXT}`;
+            : `Step '${stepName}' ready. Review agent_content and continue.`; // seed 004's words
     return {
       success: true,
       ...base,
@@ -108,8 +113,9 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
       ...commands,
       step_name: stepName,
       ...leanStep(outcome.view),
+      ...(outcome.token ? { new_token: outcome.token } : {}),
       next: outcome.token
-        ? [submitStep(stepName, outcome.token, outcome.view)]
+        ? [submitStep(outcome.token, viewFill(stepName, outcome.view))]
         : paused
           ? [unpauseCall(outcome.execution_id)]
           : [resumeCall(outcome.execution_id)],
@@ -173,6 +179,7 @@ export function presentCurrent(current: CurrentState) {
     ...base,
     step_status: view ? 'running' : null,
     ...(view ? leanStep(view) : { agent_name: null, progress: null, agent_content: null }),
+    ...(view && current.token && !paused ? { continuation_token: current.token } : {}),
     instructions: view
       ? paused
         ? 'The execution is paused. Set it running with the call in next, then call workflow_resume for the step.'
@@ -182,7 +189,7 @@ export function presentCurrent(current: CurrentState) {
     next: paused
       ? [unpauseCall(current.execution_id)]
       : view && current.token
-        ? [submitStep(view.step_name, current.token, view)]
+        ? [submitStep(current.token, viewFill(view.step_name, view))]
         : [],
   };
 }

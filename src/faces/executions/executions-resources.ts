@@ -22,6 +22,12 @@ function complexity(stepCount: number): 'low' | 'medium' | 'high' {
   return stepCount <= 3 ? 'low' : stepCount <= 6 ? 'medium' : 'high';
 }
 
+/** Seed 004's `workflow_name` (the workflow id) beside our workflow_id, where its examples show it. */
+async function withWorkflowName<T extends { workflow_id: string }>(value: T | Promise<T>) {
+  const resolved = await value;
+  return { ...resolved, workflow_name: resolved.workflow_id };
+}
+
 function one(value: string | undefined): string {
   return decodeURIComponent(value ?? '');
 }
@@ -68,6 +74,8 @@ export function executionResources(
         return registry.list().workflows.map((summary) => {
           const { workflow } = registry.require(summary.id);
           return {
+            // Seed 004 names a workflow by `name` (its id); ours is workflow_id. Both, as the seed shows.
+            name: workflow.id,
             workflow_id: workflow.id,
             title: workflow.name,
             description: workflow.description,
@@ -96,6 +104,7 @@ export function executionResources(
         const entry = registry.require(one(vars.workflowId));
         const w = entry.workflow;
         return {
+          name: w.id,
           workflow_id: w.id,
           title: w.name,
           description: w.description,
@@ -112,13 +121,13 @@ export function executionResources(
       'current_step',
       'Current step',
       'The step to do now, with persona (agent_content), instructions and the next call (with its token)',
-      async (id, caller) => presentCurrent(await (await service()).current(id, caller)),
+      async (id, caller) => withWorkflowName(presentCurrent(await (await service()).current(id, caller))),
     ),
     executionTemplate(
       'workflow_status',
       'Execution status',
       'State and step counts of an execution',
-      async (id, caller) => (await queries()).status(id, caller),
+      async (id, caller) => withWorkflowName((await queries()).status(id, caller)),
     ),
     executionTemplate(
       'execution_progress',

@@ -1,9 +1,10 @@
 import * as z from 'zod';
-import { EXECUTION_STATES } from '../../engine/state-machine.js';
+import { asRecord } from '../../engine/conditions.js';
+import { EXECUTION_STATES, REQUESTABLE_STATES } from '../../engine/state-machine.js';
 import type { ExecutionService } from '../../executions/execution-service.js';
 import { IdSchema } from '../../model/workflow.js';
-import { NextSchema } from '../next.js';
-import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
+import { NextSchema, retryingContext } from '../next.js';
+import { annotate, defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 import { VIEW_TOOL_META } from './app-view.js';
 import {
   currentStepUri,
@@ -18,40 +19,36 @@ const ExecutionIdSchema = z
   .regex(/^[A-Za-z0-9_-]+$/)
   .min(1)
   .max(64)
-  .describe('Execution id: letters, digits, _ and -, up to 64 characters');
+  .describe('Execution id');
 
 const ContextSchema = z
   .record(z.string(), z.unknown())
-  .describe('Variables that step conditions read (taskScope, complexity, ...)');
+  .describe('Variables conditions read (taskScope, complexity, ...)');
 
+// Described once, on the list: each field's meaning is in its name (1 MiB per artifact, 8 MiB per step).
 const ArtifactSchema = z.union([
-  z.string().min(1).max(256).describe('Id of an artifact kept elsewhere'),
+  z.string().min(1).max(256),
   z.strictObject({
-    type: z.enum(['file', 'data', 'report', 'finding']).describe('Kind of artifact'),
-    name: z.string().min(1).max(256).describe('Artifact name, e.g. design.md'),
-    content: z.string().describe('Artifact content (text; 1 MiB per artifact, 8 MiB per step)'),
-    content_type: z.string().min(1).max(128).optional().describe('MIME type (default text/plain)'),
-    metadata: z.record(z.string(), z.unknown()).optional().describe('Free-form metadata'),
+    type: z.enum(['file', 'data', 'report', 'finding']),
+    name: z.string().min(1).max(256),
+    content: z.string(),
+    content_type: z.string().min(1).max(128).optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
   }),
+  z.looseObject({ kind: z.string().min(1).max(128) }),
 ]);
 
-const OutputSchema = z
-  .strictObject({
-    summary: z
-      .string()
-      .min(1)
-      .max(1_048_576)
-      .describe("What the step accomplished; the step's validationCriteria are checked against it"),
-    artifacts: z
-      .array(ArtifactSchema)
-      .max(100)
-      .optional()
-      .describe('Artifacts produced: ids or full artifacts'),
-    findings: z.array(z.string().max(10_000)).max(1000).optional().describe('Findings produced'),
-    next_step_recommendation: z.string().max(10_000).optional().describe('Advice for the next step'),
-    context: ContextSchema.optional().describe('Context updates, merged into the execution context'),
-  })
-  .describe('The result of the step');
+const OutputSchema = z.strictObject({
+  summary: z.string().min(1).max(1_048_576).describe("What you did (checked against the step's criteria)"),
+  artifacts: z
+    .array(ArtifactSchema)
+    .max(100)
+    .optional()
+    .describe('Ids, files {type, name, content}, or WorkRail artifacts {kind, ...}'),
+  findings: z.array(z.string().max(10_000)).max(1000).optional(),
+  next_step_recommendation: z.string().max(10_000).optional(),
+  context: ContextSchema.optional(),
+});
 
 const StepViewShape = {
   step_name: z.string().optional().describe('Id of the step to do now'),
@@ -99,18 +96,32 @@ const AdvanceResultSchema = z.object({
   commands: CommandRunSchema,
   final_output: z.unknown().optional().describe("The workflow's final_output, rendered, once completed"),
   ...StepViewShape,
+  new_token: z.string().optional().describe('Continuation token for the next workflow_next_step'),
   next: NextSchema,
 });
 
-/** Advancing may run command steps, which call the APIs of imported catalogs: open world. */
-const EXECUTION_ANNOTATIONS = {
-  readOnlyHint: false,
-  destructiveHint: false,
-  idempotentHint: true,
-  openWorldHint: true,
-};
-/** A second start without an execution_id starts a second execution: not idempotent. */
-const START_ANNOTATIONS = { ...EXECUTION_ANNOTATIONS, idempotentHint: false };
+/**
+ * Seed 004's error return (`{success: false, execution_id, workflow_state, error}`): beside the
+ * structured error, the execution it concerns ("" when the call named none) and its state when known.
+ */
+function seedErrorFields(error: { data?: unknown }) {
+  const data = asRecord(error.data);
+  const id = data.executionId ?? asRecord(data.context).run_id;
+  return {
+    success: false,
+    execution_id: typeof id === 'string' ? id : '',
+    ...(typeof data.state === 'string' ? { workflow_state: data.state } : {}),
+  };
+}
+
+/**
+ * Advancing may run command steps, which call whatever operations of the imported APIs the workflow
+ * names (deletes included): destructive and open world. Re-sending the same token and output returns
+ * the recorded answer (nothing runs twice): repeatable.
+ */
+const EXECUTION_ANNOTATIONS = annotate({ changes: 'destructively', repeatable: true, external: true });
+/** A second start without an execution_id starts a second execution: not repeatable. */
+const START_ANNOTATIONS = annotate({ changes: 'destructively', repeatable: false, external: true });
 
 /** The durable-executions face (seed 004): state on the server, a signed token with the agent. */
 export function executionTools(service: () => Promise<ExecutionService>): ToolDefinition[] {
@@ -120,30 +131,30 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
       aliases: ['workflow.start'],
       title: 'Start a workflow execution',
       description:
-        'Starts a durable execution and returns its first step. An existing execution_id returns that execution instead of starting another.',
+        'Starts a durable execution and returns its first step (an existing execution_id returns that execution).',
       argumentAliases: { workflow_name: 'workflow_id', workflowId: 'workflow_id' },
       inputSchema: z.strictObject({
         workflow_id: IdSchema.describe('Workflow to run'),
-        execution_id: ExecutionIdSchema.optional().describe('Client-chosen id, for safe retries'),
+        execution_id: ExecutionIdSchema.optional().describe('Your id, for safe retries'),
         context: ContextSchema.optional(),
-        inputs: z
-          .record(z.string(), z.unknown())
-          .optional()
-          .describe("Values for the workflow's inputs (see workflow_resolve_inputs)"),
+        inputs: z.record(z.string(), z.unknown()).optional().describe("The workflow's inputs"),
       }),
       outputSchema: AdvanceResultSchema,
       annotations: START_ANNOTATIONS,
+      errorFields: seedErrorFields,
       meta: VIEW_TOOL_META,
       handler: async (input, { caller }) =>
         presentOutcome(
-          await (await service()).start(
-            {
-              workflow_id: input.workflow_id,
-              execution_id: input.execution_id,
-              context: input.context,
-              inputs: input.inputs,
-            },
-            caller,
+          await retryingContext('workflow_start', input, async () =>
+            (await service()).start(
+              {
+                workflow_id: input.workflow_id,
+                execution_id: input.execution_id,
+                context: input.context,
+                inputs: input.inputs,
+              },
+              caller,
+            ),
           ),
         ) as z.input<typeof AdvanceResultSchema>,
     }),
@@ -152,14 +163,15 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
       aliases: ['workflow.next_step'],
       title: 'Complete the current step',
       description:
-        "Reports the current step's output with its continuation token. A valid output advances to the next step (or completes the workflow); an invalid one returns the issues and a fresh token. Re-sending the same token and output returns the same answer.",
+        "Reports the step's output with its token: a valid one advances, an invalid one returns the issues and a fresh token. Resending both replays the answer.",
       argumentAliases: { continuation_token: 'token', new_token: 'token' },
       inputSchema: z.strictObject({
-        token: z.string().min(1).max(4096).describe('From the workflow_next_step call in the last next'),
+        token: z.string().min(1).max(4096).describe('new_token (or continuation_token) of the last answer'),
         output: OutputSchema,
       }),
       outputSchema: AdvanceResultSchema,
       annotations: EXECUTION_ANNOTATIONS,
+      errorFields: seedErrorFields,
       meta: VIEW_TOOL_META,
       handler: async ({ token, output }, { caller }) =>
         presentOutcome(await (await service()).nextStep(token, output, caller)) as z.input<
@@ -169,13 +181,18 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
     defineTool({
       name: 'workflow_set_state',
       aliases: ['workflow.set_state'],
-      title: 'Pause, resume, abandon, fail or diverge an execution',
+      title: 'Pause, resume or abandon an execution',
       description:
-        'Moves an execution to another state: running -> paused|completed|failed|abandoned|diverged, paused -> running|abandoned.',
+        'Moves an execution to another state: running -> paused|abandoned|diverged (the user took another path), paused -> running|abandoned. An execution completes only when workflow_next_step accepts its last step, and fails only by the server: neither can be set.',
       inputSchema: z.strictObject({
         execution_id: ExecutionIdSchema,
         state: z
-          .enum(['running', 'paused', 'completed', 'failed', 'abandoned', 'diverged'])
+          .enum(REQUESTABLE_STATES, {
+            error: (issue) =>
+              issue.input === 'completed' || issue.input === 'failed'
+                ? `"${issue.input}" is the server's to set: an execution completes when workflow_next_step accepts its last step's output, and fails when a step or the server does; choose from ${REQUESTABLE_STATES.join(', ')}`
+                : `state must be one of ${REQUESTABLE_STATES.join(', ')}`,
+          })
           .describe('Target state'),
         reason: z
           .string()
@@ -191,12 +208,8 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
         allowed_next: z.array(z.string()).describe('States reachable from here'),
         next: NextSchema,
       }),
-      annotations: {
-        readOnlyHint: false,
-        destructiveHint: true,
-        idempotentHint: false,
-        openWorldHint: false,
-      },
+      // Abandoning ends an execution for good; asking for the state it is in again changes nothing.
+      annotations: annotate({ changes: 'destructively', repeatable: true, external: false }),
       summarize: (r) => `Execution ${r.execution_id}: ${r.previous_state} -> ${r.workflow_state}.`,
       handler: async ({ execution_id, state, reason }, { caller }) => {
         const changed = await (await service()).setState(execution_id, state, reason, caller);
@@ -216,7 +229,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
       aliases: ['workflow.resume'],
       title: 'Get back to an execution',
       description:
-        'Returns the current step of an execution (persona, instructions, the next call with a valid token; a fresh one if the last expired) and retries a command step that could not finish. Use after a context reset.',
+        "Hands back an execution's current step and a valid token (after a context reset), retrying a command step that could not finish.",
       inputSchema: z.strictObject({ execution_id: ExecutionIdSchema }),
       outputSchema: z.object({
         execution_id: z.string().describe('Execution id'),
@@ -231,6 +244,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
         progress: z.string().nullable().describe('Steps handed out / planned'),
         agent_content: z.string().nullable().describe('Persona and step instructions'),
         instructions: z.string().describe('What to do'),
+        continuation_token: z.string().optional().describe('Token for workflow_next_step'),
         guidance: StepViewShape.guidance,
         loop: StepViewShape.loop,
         commands: CommandRunSchema,

@@ -1,24 +1,35 @@
 import * as z from 'zod';
 import type { CatalogRegistry } from '../../catalogs/catalog-registry.js';
 import { missingCatalogs, requiredCatalogs } from '../../catalogs/requirements.js';
+import { checkContextValues, refuseContext } from '../../engine/context-needs.js';
 import { fail } from '../../engine/errors.js';
+import { stepFill } from '../../engine/fill.js';
 import { buildGuidance, contextScope } from '../../engine/guidance.js';
 import { allStepIds, findActionStep, nextStep } from '../../engine/next-step.js';
 import { CriteriaError, GENERIC_SUGGESTION, type ValidationEngine } from '../../engine/validation-engine.js';
 import { checkSubmission, withSubmissionCheck } from '../../engine/workrail.js';
 import { ID_PATTERN, IdSchema, isCommandStep, type Workflow } from '../../model/workflow.js';
-import { toMermaid, workflowDiagram } from '../../workflows/diagram.js';
+import { contextTable, toMermaid, workflowDiagram } from '../../workflows/diagram.js';
 import { formatOf } from '../../workflows/parse.js';
 import { contentVersion, type Listing, type WorkflowRegistry } from '../../workflows/registry.js';
+import { NextSchema, next as nextCall, retryingContext } from '../next.js';
 import { ViolationSchema } from '../schemas.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
+
+const orUndefined = (fill: Record<string, string>) => (Object.keys(fill).length > 0 ? fill : undefined);
+
+/** The context needs of a workflow for the source and diagram views; absent when it reads none. */
+function contextOf(workflow: Workflow | undefined) {
+  const context = workflow === undefined ? [] : contextTable(workflow);
+  return context.length > 0 ? { context } : {};
+}
 
 /** Step outputs above this size are rejected as invalid params (1 MiB of text). */
 export const MAX_OUTPUT_CHARS = 1_048_576;
 
 const ContextSchema = z
   .record(z.string(), z.unknown())
-  .describe('Execution context: variables such as taskScope, userExpertise, complexity that conditions read');
+  .describe('Variables conditions read (taskScope, complexity, ...)');
 
 const StepIdSchema = z.string().regex(new RegExp(ID_PATTERN)).min(3).max(64);
 
@@ -153,7 +164,7 @@ export function guidanceTools({
       aliases: ['workflow.list'],
       title: 'List workflows',
       description:
-        'Lists workflows (ready: false with a reason when one cannot start yet); invalid files are in `broken`. Pages: limit, then cursor = next_cursor.',
+        'Lists workflows (ready: false says why one cannot start); broken lists invalid files. Page with limit, then cursor = next_cursor.',
       inputSchema: z.strictObject({
         limit: z
           .number()
@@ -216,17 +227,12 @@ export function guidanceTools({
       aliases: ['workflow.get'],
       title: 'Get a workflow',
       description:
-        'Retrieves a workflow definition by id. view "source" returns the file for editing instead: {workflow_id, path, format, content, parsed, version}; view "diagram" returns {workflow_id, mermaid}, a Mermaid flowchart to show the user (in a ```mermaid block).',
+        'Retrieves a workflow by ID. view source: its file, to edit; view diagram: a Mermaid flowchart to show the user.',
       // Seed 001 fixes this schema (id); workflow_id, the name every other tool uses, is accepted too.
       argumentAliases: { workflow_id: 'id' },
       inputSchema: z.strictObject({
         id: IdSchema.describe('Workflow id'),
-        view: z
-          .enum(['definition', 'source', 'diagram'])
-          .optional()
-          .describe(
-            'definition (default): the parsed workflow; source: the file text and its version; diagram: Mermaid text',
-          ),
+        view: z.enum(['definition', 'source', 'diagram']).optional().describe('Default: definition'),
       }),
       outputSchema: z
         .looseObject({
@@ -252,6 +258,12 @@ export function guidanceTools({
             .string()
             .optional()
             .describe('Mermaid flowchart: steps, conditions on edges, loops, command steps (diagram view)'),
+          context: z
+            .array(z.looseObject({}))
+            .optional()
+            .describe(
+              'Context variables the workflow reads: {variable, expects, set_by, required, read_by, at_start?} (source and diagram views)',
+            ),
         })
         .describe('The workflow definition (valid against the workflow JSON Schema), or its source view'),
       annotations: READ_ONLY,
@@ -259,12 +271,16 @@ export function guidanceTools({
       handler: async ({ id, view }) => {
         await registry.ready();
         if (view === 'diagram') {
-          return { workflow_id: id, mermaid: toMermaid(workflowDiagram(registry.require(id).workflow)) };
+          const { workflow } = registry.require(id);
+          return {
+            workflow_id: id,
+            mermaid: toMermaid(workflowDiagram(workflow)),
+            ...contextOf(workflow),
+          };
         }
         if (view !== 'source') return registry.require(id).workflow;
         const entry = registry.get(id);
-        if (entry === undefined)
-          fail({ code: 'workflow_not_found', message: 'Workflow not found', workflowId: id });
+        if (entry === undefined) return registry.missing(id);
         // Read the safe way: a link that now leaves its source dir is refused, never followed.
         const bytes = await registry.readSource(entry);
         return {
@@ -274,6 +290,7 @@ export function guidanceTools({
           content: bytes.toString('utf8'),
           parsed: entry.status === 'valid' ? entry.workflow : null,
           version: contentVersion(bytes),
+          ...contextOf(entry.status === 'valid' ? entry.workflow : undefined),
           ...(entry.status === 'broken' ? { violations: entry.violations } : {}),
         };
       },
@@ -285,7 +302,7 @@ export function guidanceTools({
       argumentAliases: { workflow_id: 'workflowId' },
       title: 'Next workflow step',
       description:
-        'Gets the next step and its guidance from the steps completed so far and the context. Send back the returned completedSteps and context (they carry loop progress).',
+        'Gets the next step guidance from the completed steps and the context; send back the completedSteps and context it returns.',
       inputSchema: z.strictObject({
         workflowId: IdSchema.describe('The workflow ID'),
         currentStep: StepIdSchema.optional().describe('Current step ID (optional)'),
@@ -335,14 +352,23 @@ export function guidanceTools({
           .array(z.string())
           .optional()
           .describe('Things to know, e.g. a loop that stopped at its iteration limit'),
+        next: NextSchema.optional().describe(
+          'The workflow_next call to send once the step is done (fill: the context variables to add); empty when complete',
+        ),
       }),
       annotations: READ_ONLY,
       summarize: (r) => (r.step ? `Next step: ${r.step.id}.` : 'The workflow is complete.'),
-      handler: async ({ workflowId, currentStep, completedSteps, context }) => {
+      handler: async (args) => {
+        const { workflowId, currentStep, completedSteps, context } = args;
         await registry.ready();
         const { workflow } = registry.require(workflowId);
         checkStepIds(workflow, currentStep === undefined ? completedSteps : [currentStep, ...completedSteps]);
-        const next = nextStep(workflow, completedSteps, context ?? {});
+        const next = await retryingContext('workflow_next', args, async () => {
+          // Every value the conditions read must fit what they compare it with.
+          const check = checkContextValues(workflow, context, 'context.');
+          if (check.issues.length > 0) refuseContext(workflow, check);
+          return nextStep(workflow, completedSteps, context ?? {});
+        });
         const guidance = next.step
           ? buildGuidance(
               workflow,
@@ -351,6 +377,8 @@ export function guidanceTools({
               next.loop,
               next.notices,
               contextScope(next.context, allowedEnv),
+              // The client holds the state: the first step carries the meta guidance in full.
+              { metaGuidance: completedSteps.length === 0 ? 'full' : 'reference' },
             )
           : {
               prompt: [
@@ -369,6 +397,19 @@ export function guidanceTools({
           context: next.context,
           ...(next.loop ? { loop: next.loop } : {}),
           ...(next.notices.length > 0 ? { notices: next.notices } : {}),
+          next: next.step
+            ? [
+                nextCall(
+                  'workflow_next',
+                  {
+                    workflowId,
+                    completedSteps: [...next.completedSteps, next.step.id],
+                    context: next.context,
+                  },
+                  orUndefined(stepFill(workflow, next.step, next.context, 'stateless')),
+                ),
+              ]
+            : [],
         };
       },
     }),
@@ -377,12 +418,12 @@ export function guidanceTools({
       argumentAliases: { workflow_id: 'workflowId' },
       title: 'Validate step output',
       description:
-        "Checks one step's output against that step's validation criteria (contains, regex, length, JSON Schema; and/or/not; context-aware). Not a manifest check: that is workflow_validate_manifest (alias workflow.validate).",
+        "Validates a step's output against its criteria (a manifest check is workflow_validate_manifest).",
       inputSchema: z.strictObject({
         workflowId: IdSchema.describe('The workflow ID'),
         stepId: StepIdSchema.describe('The step ID to validate'),
         output: z.string().min(1).max(MAX_OUTPUT_CHARS).describe('The step output to validate'),
-        context: ContextSchema.optional().describe('Execution context for context-aware rules'),
+        context: ContextSchema.optional(),
       }),
       outputSchema: z.object({
         valid: z.boolean().describe('Whether the output meets every applicable criterion'),

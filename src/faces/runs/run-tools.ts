@@ -11,8 +11,9 @@ import {
 } from '../../runs/run-model.js';
 import type { RunResult } from '../../runs/run-service.js';
 import type { RunServices } from '../../runs/run-services.js';
+import { NextSchema, next } from '../next.js';
 import { ViolationSchema } from '../schemas.js';
-import { defineTool, type ToolContext, type ToolDefinition } from '../tool.js';
+import { annotate, defineTool, requireConfirmation, type ToolContext, type ToolDefinition } from '../tool.js';
 
 const ManifestSchema = z.string().min(1).max(1_048_576).describe('Or a manifest as JSON or YAML text');
 const InputsSchema = z.record(z.string(), z.unknown()).describe('Values for the workflow inputs');
@@ -60,13 +61,11 @@ const RunResultSchema = z.object({
 const TASK_ONLY =
   ' Runs as an MCP task (tasks/get, tasks/result; or tasks/get and tasks/update on 2026-07-28); a client without tasks gets TASK_CAPABILITY_REQUIRED.';
 
-const DESTRUCTIVE = {
-  readOnlyHint: false,
-  destructiveHint: true,
-  idempotentHint: false,
-  openWorldHint: false,
-};
-const LONG = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
+/**
+ * A run drives command steps, which call whatever operations of the imported APIs the workflow names
+ * (deletes included); each call starts another run.
+ */
+const RUNS = annotate({ changes: 'destructively', repeatable: false, external: true });
 
 /** The task this call runs in; a call without one never degrades to a long synchronous run (§13.2). */
 function requireTask(ctx: ToolContext, tool: string): TaskHandle {
@@ -110,7 +109,7 @@ export function runTools(services: () => Promise<RunServices>): ToolDefinition[]
       description: `Runs a workflow's server-side steps (command steps, polling) as a run; agent steps pause it until answered. Returns run_id with the task.${TASK_ONLY}`,
       inputSchema: z.strictObject(RunShape).refine(oneSubject, ONE_SUBJECT),
       outputSchema: RunResultSchema,
-      annotations: LONG,
+      annotations: RUNS,
       task: {
         support: 'required',
         resumable: true,
@@ -155,22 +154,16 @@ export function runTools(services: () => Promise<RunServices>): ToolDefinition[]
         execution_state: z.enum(EXECUTION_STATES).nullable().describe('Execution state now'),
         message: z.string(),
       }),
-      annotations: DESTRUCTIVE,
+      // Ends a run for good; cancelling it again finds it ended and changes nothing.
+      annotations: annotate({ changes: 'destructively', repeatable: true, external: false }),
       handler: async ({ operation_id, reason, confirm }, ctx) => {
         const { runs } = await services();
-        if (confirm !== true) {
-          const yes = ctx.confirm ? await ctx.confirm(`Cancel run or task ${operation_id}?`) : false;
-          if (!yes) {
-            fail({
-              code: 'confirmation_required',
-              message: ctx.confirm
-                ? `the user did not confirm cancelling ${operation_id}`
-                : `cancelling ${operation_id} needs confirm: true`,
-              tool: 'workflow_cancel',
-              arguments: { operation_id },
-            });
-          }
-        }
+        await requireConfirmation(ctx, confirm, {
+          question: `Cancel run or task ${operation_id}?`,
+          doing: `cancelling ${operation_id}`,
+          tool: 'workflow_cancel',
+          arguments: { operation_id },
+        });
         const outcome = await runs.cancel(operation_id, ctx.caller, reason ?? 'cancelled by workflow_cancel');
         return {
           ...outcome,
@@ -223,42 +216,40 @@ export function runTools(services: () => Promise<RunServices>): ToolDefinition[]
           })
           .describe('What was (or, for a dry run, would be) removed'),
         message: z.string(),
+        next: NextSchema,
       }),
-      annotations: DESTRUCTIVE,
+      // Removes history for good; the same filter later may match runs that finished meanwhile.
+      annotations: annotate({ changes: 'destructively', repeatable: false, external: false }),
       handler: async ({ workflow_id, older_than, state, dry_run, confirm }, ctx) => {
         const { runs } = await services();
         const filter = { workflow_id, older_than, state };
         const planned = await runs.purge(filter, ctx.caller, true);
         const nothing = planned.executions === 0 && planned.tasks === 0;
         if (dry_run === true || nothing) {
+          // A dry run leads to the purge it counted (executions is its group: answers lead there).
+          const asked = Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined));
           return {
             dry_run: true,
             removed: planned,
             message: nothing
               ? 'Nothing matches; nothing was removed.'
               : `Would remove ${planned.executions} execution(s) and ${planned.tasks} task(s); call again without dry_run (and with confirm) to remove them.`,
+            next: nothing ? [] : [next('workflow_purge_history', { ...asked, confirm: true })],
           };
         }
-        if (confirm !== true) {
-          const question = `Permanently remove ${planned.executions} finished execution(s) (${planned.steps} steps, ${planned.artifacts} artifacts, ${planned.telemetry} telemetry events) and ${planned.tasks} task(s)?`;
-          const yes = ctx.confirm ? await ctx.confirm(question) : false;
-          if (!yes) {
-            fail({
-              code: 'confirmation_required',
-              message: ctx.confirm
-                ? 'the user did not confirm the purge'
-                : `removing ${planned.executions} execution(s) and ${planned.tasks} task(s) needs confirm: true`,
-              tool: 'workflow_purge_history',
-              arguments: Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined)),
-              ...(workflow_id !== undefined ? { workflowId: workflow_id } : {}),
-            });
-          }
-        }
+        await requireConfirmation(ctx, confirm, {
+          question: `Permanently remove ${planned.executions} finished execution(s) (${planned.steps} steps, ${planned.artifacts} artifacts, ${planned.telemetry} telemetry events) and ${planned.tasks} task(s)?`,
+          doing: `removing ${planned.executions} execution(s) and ${planned.tasks} task(s)`,
+          tool: 'workflow_purge_history',
+          arguments: filter,
+          workflowId: workflow_id,
+        });
         const removed = await runs.purge(filter, ctx.caller, false);
         return {
           dry_run: false,
           removed,
           message: `Removed ${removed.executions} execution(s), ${removed.steps} step(s), ${removed.artifacts} artifact(s), ${removed.telemetry} telemetry event(s) and ${removed.tasks} task(s).`,
+          next: [],
         };
       },
     }),
@@ -293,7 +284,7 @@ export function orchestrationTools(services: () => Promise<RunServices>): ToolDe
         run: RunResultSchema.omit({ task_id: true }),
         summary: z.string(),
       }),
-      annotations: LONG,
+      annotations: RUNS,
       task: {
         support: 'required',
         admit: (_input, { can }) => {
@@ -319,7 +310,7 @@ export function orchestrationTools(services: () => Promise<RunServices>): ToolDe
       description: `Starts a run, asks the user for missing inputs and agent-step answers (elicitation), streams step status, and returns the final summary and outputs.${TASK_ONLY}`,
       inputSchema: z.strictObject(RunShape).refine(oneSubject, ONE_SUBJECT),
       outputSchema: RunResultSchema,
-      annotations: LONG,
+      annotations: RUNS,
       task: {
         support: 'required',
         resumable: true,
@@ -352,7 +343,7 @@ export function orchestrationTools(services: () => Promise<RunServices>): ToolDe
       name: 'workflow_repair_and_rerun',
       aliases: ['workflow.repair_and_rerun'],
       title: 'Repair a failed workflow and rerun it',
-      description: `Validates a failed run (run_id), a workflow (its last failed run) or a manifest, repairs it by sampling until it validates, saves it and runs it again with the same inputs. Needs sampling.${TASK_ONLY}`,
+      description: `Validates a failed run (run_id), a workflow (its last failed run) or a manifest, repairs it by sampling until it validates, saves it and runs it again with the same inputs. The repair keeps the workflow's id and replaces only that workflow: at the version it read (run_id, workflow_id), or with overwrite (a manifest whose id exists). Needs sampling.${TASK_ONLY}`,
       inputSchema: z
         .strictObject({
           run_id: RunIdSchema.optional(),
@@ -366,6 +357,12 @@ export function orchestrationTools(services: () => Promise<RunServices>): ToolDe
             .max(5)
             .optional()
             .describe('Sampled repairs at most (default 3)'),
+          overwrite: z
+            .boolean()
+            .optional()
+            .describe(
+              "Replace the runtime workflow with the manifest's id (a run or workflow_id needs none)",
+            ),
         })
         .refine((v) => [v.run_id, v.workflow_id, v.manifest].filter((x) => x !== undefined).length === 1, {
           message: 'give exactly one of run_id, workflow_id or manifest',
@@ -389,7 +386,7 @@ export function orchestrationTools(services: () => Promise<RunServices>): ToolDe
         run: RunResultSchema.omit({ task_id: true }),
         summary: z.string(),
       }),
-      annotations: LONG,
+      annotations: RUNS,
       task: {
         support: 'required',
         admit: async (input, { can, caller }) => {

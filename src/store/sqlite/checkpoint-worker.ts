@@ -17,15 +17,16 @@ import {
   SIGNAL,
   WAL_LIMIT_FRAMES,
 } from './checkpoint-policy.js';
+import { pragma, statement } from './statements.js';
 
 const { file, signal } = workerData as CheckpointWorkerData;
 
 const db = new Database(file, { fileMustExist: true });
-db.pragma('synchronous = NORMAL');
-db.pragma('wal_autocheckpoint = 0');
+pragma(db, 'synchronous = NORMAL');
+pragma(db, 'wal_autocheckpoint = 0');
 // A checkpoint copies WAL frames; it needs no page cache of note (better-sqlite3's default is 16 MB).
-db.pragma('cache_size = -512');
-const passive = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+pragma(db, 'cache_size = -512');
+const passive = statement(db, 'PRAGMA wal_checkpoint(PASSIVE)');
 
 function checkpoint(): void {
   const commits = Atomics.load(signal, SIGNAL.commits);

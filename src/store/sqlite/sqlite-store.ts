@@ -18,6 +18,7 @@ import type { Row } from '../sql/tables.js';
 import { Checkpointer } from './checkpointer.js';
 import { MIGRATIONS } from './migrations.js';
 import { DATABASE_FILE, refuseDamagedFile } from './sqlite-file.js';
+import { pragma, statement } from './statements.js';
 
 /** SQLite's page cache per connection, in KiB (SQLite's own default is about 2 MB). */
 const PAGE_CACHE_KIB = 2048;
@@ -91,41 +92,38 @@ export class SqliteExecutionStore implements ExecutionStore {
         fileMustExist: true,
         timeout: BUSY_TIMEOUT_MS,
       });
-      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      this.db.pragma('query_only = ON');
+      pragma(this.db, `busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      pragma(this.db, 'query_only = ON');
       refuseNewerSchema(this.db);
     } else {
       mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       refuseDamagedFile(this.location);
       this.db = new Database(this.location, { timeout: BUSY_TIMEOUT_MS });
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = NORMAL');
-      this.db.pragma('foreign_keys = ON');
+      pragma(this.db, 'journal_mode = WAL');
+      pragma(this.db, 'synchronous = NORMAL');
+      pragma(this.db, 'foreign_keys = ON');
       // Checkpoints are ours (checkpointer.ts): SQLite's own runs, with its fsyncs, inside the commit
       // that crosses 1,000 WAL pages, which made the p99 of a step 13-15 ms instead of 5.
-      this.db.pragma('wal_autocheckpoint = 0');
-      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      pragma(this.db, 'wal_autocheckpoint = 0');
+      pragma(this.db, `busy_timeout = ${BUSY_TIMEOUT_MS}`);
       migrate(this.db);
-      this.db.pragma(`busy_timeout = ${STATEMENT_BUSY_MS}`);
+      pragma(this.db, `busy_timeout = ${STATEMENT_BUSY_MS}`);
       this.checkpointer = new Checkpointer(this.location, () => this.checkpoint(), options.checkpointWorker);
     }
     // better-sqlite3 builds SQLite with a 16 MB page cache per connection, which filled up over 10,000
     // executions and was a tenth of the server's peak RSS; the pages are in the OS page cache anyway.
     // (The dashboard's read-only connection keeps the default: it scans far more of the file.)
-    if (!this.readOnly) this.db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
-    this.schemaStatement = this.db.prepare(
+    if (!this.readOnly) pragma(this.db, `cache_size = -${PAGE_CACHE_KIB}`);
+    this.schemaStatement = statement(
+      this.db,
       'SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations',
     );
-    const statements = new Map<string, Database.Statement>();
     const query: SqlSession['query'] = async ({ text, values }) => {
-      let statement = statements.get(text);
-      if (statement === undefined) {
-        statement = this.db.prepare(text);
-        statements.set(text, statement);
-      }
+      // Kept for the connection's life (statements.ts): one per text, fixed texts and filter combinations.
+      const prepared = statement(this.db, text);
       try {
-        if (statement.reader) return statement.all(...values) as Row[];
-        statement.run(...values);
+        if (prepared.reader) return prepared.all(...values) as Row[];
+        prepared.run(...values);
         return [];
       } catch (error) {
         // As in PostgreSQL, a transaction in which a statement failed is over, even if `fn` caught it.
@@ -171,7 +169,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   private checkpoint(): Promise<void> {
     return this.exclusive(async () => {
       // Another connection busy with the WAL only makes a passive checkpoint do less; never an error.
-      if (this.db.open) this.db.pragma('wal_checkpoint(PASSIVE)');
+      if (this.db.open) pragma(this.db, 'wal_checkpoint(PASSIVE)');
     }).catch(() => undefined);
   }
 
@@ -240,12 +238,15 @@ export class SqliteExecutionStore implements ExecutionStore {
 }
 
 function appliedVersions(db: Database.Database): Set<number> {
-  const rows = db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[];
+  const rows = statement(db, 'SELECT version FROM schema_migrations').all() as { version: number }[];
   return appliedMigrations(rows, MIGRATIONS.length).applied;
 }
 
 function refuseNewerSchema(db: Database.Database): void {
-  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'");
+  const table = statement(
+    db,
+    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+  );
   if (table.get() === undefined) throw new Error('the database has no schema yet');
   appliedVersions(db);
 }
@@ -261,7 +262,7 @@ function migrate(db: Database.Database): void {
       // A reserved number (work merged from another branch fills it) is neither applied nor recorded.
       if (applied.has(m.version) || m.sql.trim() === '') continue;
       db.exec(m.sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+      statement(db, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
         m.version,
         m.name,
         now(),

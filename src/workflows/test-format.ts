@@ -1,0 +1,245 @@
+/**
+ * The format of a workflow test file (`<id>.test.yaml`, `.test.yml` or `.test.json` beside the workflow):
+ * scenarios that play the agent (and the APIs of command steps) and say what must follow. These zod
+ * schemas are the single source of truth: the types are inferred from them, and
+ * `schema/workflow-test.schema.json` is generated from them (a test fails when the committed file drifts).
+ */
+import * as z from 'zod';
+import { EXECUTION_STATES } from '../engine/state-machine.js';
+import { IdSchema } from '../model/workflow.js';
+
+/** Most scenarios a file may hold, and most reports one scenario may make before it is stopped. */
+export const TEST_LIMITS = {
+  maxScenarios: 200,
+  defaultMaxReports: 1000,
+  maxReports: 10_000,
+  /** Reports all the scenarios of one file may make together (a run stays bounded, whatever it says). */
+  maxReportsPerFile: 20_000,
+  /** Copies one list entry may stand for (`times`). */
+  maxTimes: 10_000,
+} as const;
+
+const ContextSchema = z
+  .record(z.string(), z.unknown())
+  .describe('Context variables, as an agent reports them (taskScope, testsPassing, ...)');
+
+/** The artifact shapes workflow_next_step takes. */
+const ArtifactSchema = z.union([
+  z.string().min(1).max(256).describe('An artifact id'),
+  z
+    .strictObject({
+      type: z.enum(['file', 'data', 'report', 'finding']),
+      name: z.string().min(1).max(256),
+      content: z.string(),
+      content_type: z.string().min(1).max(128).optional(),
+      metadata: z.record(z.string(), z.unknown()).optional(),
+    })
+    .describe('A file, data, report or finding {type, name, content}'),
+  z.looseObject({ kind: z.string().min(1).max(128) }).describe('A WorkRail artifact {kind, ...}'),
+]);
+
+const answerShape = {
+  summary: z
+    .string()
+    .min(1)
+    .max(1_048_576)
+    .optional()
+    .describe('The summary the agent reports (checked against the validation rules); default "done"'),
+  context: ContextSchema.optional(),
+  artifacts: z
+    .array(ArtifactSchema)
+    .max(100)
+    .optional()
+    .describe('Artifacts the agent reports (loop decisions, handoffs, files)'),
+  findings: z.array(z.string().max(10_000)).max(1000).optional(),
+  next_step_recommendation: z.string().max(10_000).optional(),
+};
+
+/** What the agent reports at a step: what workflow_next_step's `output` carries. */
+export const AnswerSchema = z
+  .strictObject(answerShape)
+  .describe('What the agent reports at a step: summary, context, artifacts (workflow_next_step output)');
+export type Answer = z.infer<typeof AnswerSchema>;
+
+const TimesSchema = z
+  .int()
+  .min(1)
+  .max(TEST_LIMITS.maxTimes)
+  .optional()
+  .describe('This entry stands for that many reports in a row (default 1)');
+
+const AnswerEntrySchema = z.strictObject({ ...answerShape, times: TimesSchema });
+
+/**
+ * A step's answers: one for every report, or a list read in order (the n-th report at the step uses the
+ * n-th entry, refused reports included; the last entry repeats).
+ */
+const StepAnswersSchema = z
+  .union([AnswerSchema, z.array(AnswerEntrySchema).min(1).max(1000)])
+  .describe('One answer for every report at this step, or a list: the n-th report uses the n-th entry');
+
+/** Failure reasons a canned API answer may give (those of a real call, see the command runner). */
+export const COMMAND_ERROR_REASONS = [
+  'missing_parameter',
+  'missing_credential',
+  'http_status',
+  'timeout',
+  'network',
+  'invalid_json',
+  'redirect',
+  'host',
+  'response_too_large',
+  'cancelled',
+] as const;
+
+const responseShape = {
+  status: z.int().min(100).max(599).optional().describe('HTTP status (default 200)'),
+  output: z.unknown().optional().describe('The response body the API returns'),
+  error: z
+    .strictObject({
+      reason: z.enum(COMMAND_ERROR_REASONS).describe('Why the call failed'),
+      message: z.string().max(10_000).optional(),
+      status: z.int().min(100).max(599).optional(),
+    })
+    .optional()
+    .describe('The call fails instead (a retryable failure leaves the execution waiting on the step)'),
+};
+
+const ResponseSchema = z
+  .strictObject(responseShape)
+  .describe('A canned API answer for a command step: {status, output} or {error}');
+const ResponseEntrySchema = z.strictObject({ ...responseShape, times: TimesSchema });
+
+/** A command step's canned answers: one for every call, or a list read in order (polls are calls). */
+const StepResponsesSchema = z
+  .union([ResponseSchema, z.array(ResponseEntrySchema).min(1).max(1000)])
+  .describe(
+    'One canned answer for every call of this command step, or a list read in order (each poll is a call)',
+  );
+
+/**
+ * A step or loop id as a test names it: any short text here, so an id the workflow does not have is
+ * reported as such (with the ids it has) by the check against the workflow, not as a pattern mismatch.
+ */
+const StepRef = z.string().min(1).max(64);
+const StepIdList = z.array(StepRef).max(10_000);
+
+const RejectionSchema = z
+  .strictObject({
+    step: StepRef.describe('The step whose report was refused'),
+    message: z
+      .string()
+      .min(1)
+      .max(10_000)
+      .optional()
+      .describe('Text one of the refusal issues contains (case-insensitive)'),
+  })
+  .describe('One refused report');
+
+const RequestSchema = z
+  .strictObject({
+    with: z.record(z.string(), z.unknown()).optional().describe('The parameters, `with` rendered'),
+    body: z.unknown().optional().describe('The request body, `body` rendered'),
+  })
+  .describe('A request a command step sent');
+
+const ExpectSchema = z
+  .strictObject({
+    path: StepIdList.optional().describe('Every step entered, in order (loop rounds repeat their steps)'),
+    visits: z
+      .record(StepRef, z.int().min(0))
+      .optional()
+      .describe('How many times each named step is entered (0: never)'),
+    skipped: StepIdList.optional().describe('Steps never entered'),
+    rejected: z
+      .array(RejectionSchema)
+      .max(10_000)
+      .optional()
+      .describe('Every refused report, in order ([] when none may be refused)'),
+    loops: z.record(StepRef, z.int().min(0)).optional().describe('Rounds each named loop ran (0: none)'),
+    state: z
+      .enum(EXECUTION_STATES)
+      .optional()
+      .describe('The execution state at the end (default completed, unless stopped_at or error is expected)'),
+    stopped_at: StepRef.optional().describe(
+      'The step the execution is on at the end (a report refused with nothing else to say)',
+    ),
+    context: ContextSchema.optional().describe(
+      'Values the context holds at the end (objects match by subset)',
+    ),
+    requests: z
+      .record(StepRef, z.union([RequestSchema, z.array(RequestSchema).max(10_000)]))
+      .optional()
+      .describe(
+        'What each named command step sent: one request (its first call) or a list (its calls in order); objects match by subset',
+      ),
+    final_output: z.unknown().optional().describe("The workflow's rendered final_output (deep equality)"),
+    error: z
+      .strictObject({
+        code: z.string().min(1).max(64).optional().describe('The error code, e.g. inputs_not_ready'),
+        message: z.string().min(1).max(10_000).optional().describe('Text the message contains'),
+      })
+      .optional()
+      .describe('A call that fails (a start refused, a command step that fails)'),
+  })
+  .describe('What must follow; every field is optional');
+export type Expectation = z.infer<typeof ExpectSchema>;
+
+export const ScenarioSchema = z
+  .strictObject({
+    name: z.string().min(1).max(200).describe('What the scenario shows, one line'),
+    description: z.string().max(10_000).optional(),
+    inputs: z.record(z.string(), z.unknown()).optional().describe("The workflow's inputs"),
+    context: ContextSchema.optional().describe('The context the execution starts with'),
+    defaults: AnswerSchema.optional().describe('The answer for steps not named in steps'),
+    steps: z
+      .record(StepRef, StepAnswersSchema)
+      .optional()
+      .describe('What the agent reports at each step, by step id'),
+    commands: z
+      .record(StepRef, StepResponsesSchema)
+      .optional()
+      .describe('Canned API answers for command steps, by step id'),
+    max_reports: z
+      .int()
+      .min(1)
+      .max(TEST_LIMITS.maxReports)
+      .optional()
+      .describe(`Reports after which the scenario is stopped (default ${TEST_LIMITS.defaultMaxReports})`),
+    expect: ExpectSchema.optional(),
+  })
+  .describe('One walk through the workflow');
+export type Scenario = z.infer<typeof ScenarioSchema>;
+
+export const TestFileSchema = z
+  .strictObject({
+    $schema: z.string().optional().describe('The JSON Schema of this format, for editors'),
+    workflow: IdSchema.optional().describe('The workflow under test (default: the id in the file name)'),
+    defaults: AnswerSchema.optional().describe('The answer for steps no steps map names'),
+    steps: z
+      .record(StepRef, StepAnswersSchema)
+      .optional()
+      .describe('Answers every scenario starts from, by step id (a scenario overrides a step)'),
+    commands: z
+      .record(StepRef, StepResponsesSchema)
+      .optional()
+      .describe('Canned API answers every scenario starts from (a scenario overrides a step)'),
+    scenarios: z.array(ScenarioSchema).min(1).max(TEST_LIMITS.maxScenarios),
+  })
+  .meta({
+    id: 'WorkflowTests',
+    title: 'workflowlookup workflow tests',
+    description:
+      'Scenarios that walk a workflow through the server engine with scripted agent reports and canned API answers, and what must follow',
+  });
+export type TestFile = z.infer<typeof TestFileSchema>;
+
+/** The JSON Schema (draft 2020-12) of a workflow test file, generated from the zod model. */
+export function testFileJsonSchema(): Record<string, unknown> {
+  const generated = z.toJSONSchema(TestFileSchema, { target: 'draft-2020-12', unrepresentable: 'any' });
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $id: 'https://workflowlookup.dev/schema/workflow-test.schema.json',
+    ...generated,
+  };
+}
