@@ -1,6 +1,7 @@
-// Dashboard benchmark: time to first byte of its pages, and time to a fully rendered execution page in
-// headless Chromium, with 100,000 executions in the store. Run alone with `node bench/dashboard.mjs
-// [--executions 100000]` (after `npm run build`), or as part of `npm run bench`.
+// Dashboard benchmark: time to first byte of its pages with 1,000 and then 100,000 executions in the
+// store (the ratio says whether they stay flat), and time to a fully rendered execution page in
+// headless Chromium. Run alone with `node bench/dashboard.mjs [--executions 100000] [--cli
+// path/to/dist/cli.js]` (after `npm run build`), or as part of `npm run bench`.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -11,7 +12,11 @@ import Database from 'better-sqlite3';
 import { tokenOf } from './lib.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'dist', 'cli.js');
+const cliArg = process.argv.indexOf('--cli');
+/** The built server, or another build (`--cli path/to/dist/cli.js`) to compare with. */
+const cli = cliArg === -1 ? join(root, 'dist', 'cli.js') : (process.argv[cliArg + 1] ?? '');
+/** The smaller store the pages are measured on first: their times must not grow with the store. */
+const SMALL = 1000;
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const STATES = ['running', 'paused', 'completed', 'completed', 'completed', 'failed', 'abandoned'];
 
@@ -81,7 +86,7 @@ async function realExecution(env) {
 }
 
 /** Copies of the real execution under new ids, states, principals and times spread over 60 days. */
-function seed(dbFile, template, count) {
+function seed(dbFile, template, count, from = 0) {
   const db = new Database(dbFile);
   const row = db.prepare('SELECT * FROM workflow_executions WHERE execution_id = ?').get(template);
   const columns = Object.keys(row);
@@ -90,7 +95,7 @@ function seed(dbFile, template, count) {
   );
   const now = Date.now();
   db.transaction(() => {
-    for (let i = 0; i < count; i++) {
+    for (let i = from; i < count; i++) {
       const at = new Date(now - ((i * 7919) % (60 * 86_400_000))).toISOString();
       const state = STATES[i % STATES.length];
       insert.run({
@@ -217,6 +222,35 @@ async function browserTimes(url, runs, env, executionId) {
   return { ttfb: stats(ttfb), loadEvent: stats(load), live: stats(live), changeShown: stats(change) };
 }
 
+/** Time to first and last byte of each page, on a store of `executions` executions. */
+async function measurePages(dash, dbFile, executions, real, runs) {
+  // A position deep in the list (80% of the way down): keyset paging costs the same at any depth.
+  const depth = Math.floor(executions * 0.8);
+  const db = new Database(dbFile, { readonly: true });
+  const deep = db
+    .prepare(
+      "SELECT updated_at, execution_id FROM workflow_executions WHERE principal = 'local' ORDER BY updated_at DESC, execution_id DESC LIMIT 1 OFFSET ?",
+    )
+    .get(depth);
+  db.close();
+  const pages = {
+    'executions (first page)': '/',
+    'executions (state filter)': '/?state=completed',
+    'executions (workflow + age filter)': '/?workflow=bench-release&age=7d',
+    'executions (page 80% deep, keyset)': `/?older=${encodeURIComponent(`${deep.updated_at},${deep.execution_id}`)}`,
+    'execution page': `/executions/${real}`,
+    'workflow page (diagram)': '/workflows/bench-release',
+  };
+  const http = {};
+  for (const [label, path] of Object.entries(pages)) {
+    // Warm up. After a pause (the seeding) the server may close the kept-alive socket just as it is
+    // reused: that request fails, the next one opens a new connection.
+    await timed(dash.port, path).catch(() => timed(dash.port, path));
+    http[label] = await pageTimes(dash.port, path, runs);
+  }
+  return http;
+}
+
 export async function dashboardScenario({ executions = 100_000, runs = 30 } = {}) {
   const sandbox = mkdtempSync(join(tmpdir(), 'wl-bench-dash-'));
   try {
@@ -254,33 +288,31 @@ export async function dashboardScenario({ executions = 100_000, runs = 30 } = {}
       WORKFLOWLOOKUP_DATA_DIR: join(sandbox, 'data'),
     };
     const real = await realExecution(env);
+    const dbFile = join(sandbox, 'data', 'workflowlookup.db');
     const seeding = performance.now();
-    seed(join(sandbox, 'data', 'workflowlookup.db'), real, executions - 1);
-    const seedMs = performance.now() - seeding;
+    seed(dbFile, real, Math.min(SMALL, executions) - 1);
+    let seedMs = performance.now() - seeding;
     const dash = await startDashboard(env);
     try {
-      // A position deep in the list (80% of the way down): keyset paging costs the same at any depth.
-      const depth = Math.floor(executions * 0.8);
-      const deep = new Database(join(sandbox, 'data', 'workflowlookup.db'), { readonly: true })
-        .prepare(
-          "SELECT updated_at, execution_id FROM workflow_executions WHERE principal = 'local' ORDER BY updated_at DESC, execution_id DESC LIMIT 1 OFFSET ?",
-        )
-        .get(depth);
-      const pages = {
-        'executions (first page)': '/',
-        'executions (state filter)': '/?state=completed',
-        'executions (workflow + age filter)': '/?workflow=bench-release&age=7d',
-        [`executions (page ${Math.round(depth / 50)}, keyset)`]: `/?older=${encodeURIComponent(`${deep.updated_at},${deep.execution_id}`)}`,
-        'execution page': `/executions/${real}`,
-        'workflow page (diagram)': '/workflows/bench-release',
-      };
-      const http = {};
-      for (const [label, path] of Object.entries(pages)) {
-        await timed(dash.port, path); // warm up
-        http[label] = await pageTimes(dash.port, path, runs);
+      // The same pages on a store of SMALL executions, then of `executions`: the ratio says how flat.
+      const small = await measurePages(dash, dbFile, Math.min(SMALL, executions), real, runs);
+      const growing = performance.now();
+      seed(dbFile, real, executions - 1, Math.min(SMALL, executions) - 1);
+      seedMs += performance.now() - growing;
+      const http = await measurePages(dash, dbFile, executions, real, runs);
+      const flat = {};
+      for (const [i, [label, t]] of Object.entries(http).entries()) {
+        const before = Object.values(small)[i];
+        if (before) flat[label] = round(t.ttfb.medianMs / before.ttfb.medianMs);
       }
       const browser = await browserTimes(`${dash.url}executions/${real}`, 10, env, real);
-      return { executions, seedMs: round(seedMs), http, 'execution page in chromium': browser };
+      return {
+        executions,
+        seedMs: round(seedMs),
+        http,
+        [`first byte at ${executions} / at ${SMALL} executions (median)`]: flat,
+        'execution page in chromium': browser,
+      };
     } finally {
       dash.child.kill('SIGTERM');
       await new Promise((r) => dash.child.on('exit', r));
@@ -296,6 +328,11 @@ export function printDashboard(r) {
     console.log(
       `  ${label.padEnd(36)} first byte median ${t.ttfb.medianMs} ms p95 ${t.ttfb.p95Ms} ms; complete median ${t.complete.medianMs} ms (${t.bytes} bytes)`,
     );
+  }
+  const flat = Object.entries(r).find(([k]) => k.startsWith('first byte at'));
+  if (flat) {
+    console.log(`  ${flat[0]}:`);
+    for (const [label, x] of Object.entries(flat[1])) console.log(`    ${label.padEnd(36)} ${x}x`);
   }
   const b = r['execution page in chromium'];
   if (b.skipped) console.log(`  chromium: skipped (${b.skipped})`);

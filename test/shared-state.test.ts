@@ -423,7 +423,7 @@ describe('the token secret with a shared database', () => {
         encoding: 'utf8',
       });
       expect(migrated.status, migrated.stderr).toBe(0);
-      expect(migrated.stdout).toMatch(/schema version 5/);
+      expect(migrated.stdout).toMatch(/schema version 6/);
     }
   });
 

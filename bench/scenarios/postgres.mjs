@@ -7,116 +7,33 @@
 // PostgreSQL: WORKFLOWLOOKUP_BENCH_DATABASE_URL, else WORKFLOWLOOKUP_TEST_DATABASE_URL, else
 // 127.0.0.1:5432 as postgres or root (a role that may create databases); each run creates its own
 // database and drops it.
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
-import { loopWorkflow, rpc, startHttpServer as startReplica, tokenOf } from '../lib.mjs';
+import { rpc, startHttpServer as startReplica, tokenOf } from '../lib.mjs';
+import {
+  createDatabase,
+  transactionCounts as databaseTransactions,
+  findServer,
+  numberArg,
+  replicaEnv,
+  runAlone,
+  skip,
+  latencyStats as stats,
+  stepLoad,
+  usingDatabase,
+} from '../pg-lib.mjs';
+
+/** Skipped, with the reason, when no PostgreSQL answers. */
+export { skip };
 
 export const title =
   'PostgreSQL: workflow_next_step with 1 and 3 replicas, 10 and 50 clients (next to SQLite); status reads at 1k vs 100k executions';
 
-const LOCAL = ['postgres://postgres@127.0.0.1:5432/postgres', 'postgres://root@127.0.0.1:5432/postgres'];
-const SECRET = 'bench-secret-shared-by-every-replica-0123456789';
 const STATES = ['running', 'paused', 'completed', 'completed', 'completed', 'failed', 'abandoned'];
 
-const round = (n) => Math.round(n * 100) / 100;
-const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-function stats(samples) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return { p50Ms: round(quantile(sorted, 0.5)), p99Ms: round(quantile(sorted, 0.99)), n: samples.length };
-}
-const numberArg = (args, name, fallback) => {
-  const value = Number(args?.[name]);
-  return Number.isFinite(value) && value > 0 ? value : fallback;
-};
-
-async function answers(url) {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return undefined;
-  } catch (error) {
-    return error.message || String(error.code);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-/** The server to create the bench database on, or why there is none. */
-async function findServer() {
-  const given = process.env.WORKFLOWLOOKUP_BENCH_DATABASE_URL || process.env.WORKFLOWLOOKUP_TEST_DATABASE_URL;
-  const problems = [];
-  for (const url of given ? [given] : LOCAL) {
-    const problem = await answers(url);
-    if (problem === undefined) return { url };
-    problems.push(problem);
-  }
-  return {
-    why: `no PostgreSQL answers ${given ? 'at the configured URL' : 'on 127.0.0.1:5432'} (${[...new Set(problems)].join('; ')}); set WORKFLOWLOOKUP_BENCH_DATABASE_URL`,
-  };
-}
-
-export async function skip() {
-  const found = await findServer();
-  return found.url === undefined ? found.why : undefined;
-}
-
-function withDatabase(url, database) {
-  const u = new URL(url);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
-
-async function createDatabase(serverUrl) {
-  const name = `wl_bench_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  return {
-    url: withDatabase(serverUrl, name),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: serverUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
-
 const tool = (url, name, args) => rpc(url, name, args);
-
-/**
- * `clients` concurrent clients, client i on replica i % n: each starts an execution of the loop and
- * advances it `steps` times. Latency of every next_step, and next_steps per second over the whole run.
- */
-async function stepLoad(urls, clients, steps) {
-  const starts = await Promise.all(
-    Array.from({ length: clients }, (_, i) =>
-      tool(urls[i % urls.length], 'workflow_start', { workflow_name: 'bench-loop', context: { more: true } }),
-    ),
-  );
-  const latencies = [];
-  const began = performance.now();
-  await Promise.all(
-    starts.map(async (started, i) => {
-      const url = urls[i % urls.length];
-      let token = tokenOf(started);
-      for (let s = 0; s < steps; s++) {
-        const t = performance.now();
-        const res = await tool(url, 'workflow_next_step', { token, output: { summary: `tick ${s}` } });
-        latencies.push(performance.now() - t);
-        token = tokenOf(res);
-      }
-    }),
-  );
-  const seconds = (performance.now() - began) / 1000;
-  return { ...stats(latencies), perSecond: Math.round(latencies.length / seconds) };
-}
 
 /** An execution advanced a few steps: what seeded copies are made of. */
 async function realExecution(url) {
@@ -128,34 +45,9 @@ async function realExecution(url) {
   return started.execution_id;
 }
 
-async function usingDatabase(url, work) {
-  const db = new pg.Client({ connectionString: url });
-  await db.connect();
-  try {
-    return await work(db);
-  } finally {
-    await db.end();
-  }
-}
-
-/**
- * Transactions committed and rolled back in a database so far (a rollback is mostly a serialization
- * failure that was retried); statistics reach the view within a moment, so it waits for them.
- */
-async function transactionCounts(database, store) {
-  if (store !== 'postgres' || database === undefined) return undefined;
-  const c = new pg.Client({ connectionString: database.url });
-  await c.connect();
-  try {
-    await new Promise((r) => setTimeout(r, 600));
-    const { rows } = await c.query(
-      'SELECT xact_commit::int AS commit, xact_rollback::int AS rollback FROM pg_stat_database WHERE datname = current_database()',
-    );
-    return rows[0];
-  } finally {
-    await c.end();
-  }
-}
+/** Transactions committed and rolled back so far in a PostgreSQL setup's database (SQLite: none). */
+const transactionCounts = (database, store) =>
+  store !== 'postgres' || database === undefined ? undefined : databaseTransactions(database.url);
 
 /**
  * The id of seeded execution `n`: random-looking like a real one (`exec_` and 24 hex digits), so seeded
@@ -275,19 +167,7 @@ export async function run(ctx) {
   const reads = numberArg(ctx.args, 'pg-reads', 1000);
   const big = numberArg(ctx.args, 'pg-executions', 100_000);
   const history = numberArg(ctx.args, 'pg-history', 10_000);
-  const home = join(ctx.tmp, 'home');
-  const runtime = join(ctx.tmp, 'workflows');
-  mkdirSync(home, { recursive: true });
-  loopWorkflow(runtime);
-  const baseEnv = {
-    PATH: process.env.PATH ?? '',
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, '.config'),
-    WORKFLOWLOOKUP_WORKFLOWS_PATH: runtime,
-    WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false',
-    WORKFLOWLOOKUP_TOKEN_SECRET: SECRET,
-    WORKFLOWLOOKUP_RATE_LIMIT: '0',
-  };
+  const baseEnv = replicaEnv(ctx);
   const running = [];
   const databases = [];
   const startAll = async (count, env, label) => {
@@ -390,7 +270,7 @@ export function report(result) {
   for (const [setup, byClients] of Object.entries(result.steps)) {
     for (const [clients, s] of Object.entries(byClients)) {
       lines.push(
-        `    ${setup.padEnd(24)} ${clients.padEnd(11)} p50 ${String(s.p50Ms).padStart(6)} ms  p99 ${String(s.p99Ms).padStart(7)} ms  ${String(s.perSecond).padStart(5)}/s  (${s.n} calls${s.rolledBack !== undefined ? `, ${s.rolledBack} rolled back` : ''})`,
+        `    ${setup.padEnd(24)} ${clients.padEnd(11)} p50 ${String(s.p50Ms).padStart(6)} ms  p99 ${String(s.p99Ms).padStart(7)} ms  ${String(s.perSecond).padStart(5)}/s  (${s.n} calls${s.rolledBack !== undefined ? `, ${s.rolledBack} rolled back` : ''})${s.failures ? `  FAILED: ${JSON.stringify(s.failures)}` : ''}`,
       );
     }
   }
@@ -408,31 +288,4 @@ export function report(result) {
   return lines;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-  const args = {};
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i]?.startsWith('--')) args[argv[i].slice(2)] = argv[i + 1];
-  }
-  const tmp = mkdtempSync(join(tmpdir(), 'wl-bench-pg-'));
-  const ctx = {
-    cli: join(root, 'dist', 'cli.js'),
-    root,
-    tmp,
-    floor: null,
-    args,
-    progress: (message) => process.stderr.write(`[postgres] ${message}\n`),
-  };
-  try {
-    const why = await skip(ctx);
-    if (why) {
-      process.stdout.write(`${title}\n  skipped: ${why}\n`);
-    } else {
-      const result = await run(ctx);
-      process.stdout.write(`${title}\n${report(result, ctx).join('\n')}\n`);
-    }
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
-}
+await runAlone(import.meta.url, { title, skip, run, report }, 'postgres');

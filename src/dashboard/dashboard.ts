@@ -386,13 +386,10 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
     const notice = one(params, 'notice');
     const q = await queries();
     try {
-      const [detail, progress, history, artifacts, telemetry] = await Promise.all([
-        q.detail(id, caller),
-        q.progress(id, caller),
-        q.history(id, caller),
-        q.artifacts(id, caller),
-        q.telemetry({ execution_id: id, limit: TELEMETRY_SHOWN }, caller),
-      ]);
+      // One snapshot of the store, the ownership checked once (ExecutionQueries.executionPage).
+      const { head, detail, progress, history, artifacts, telemetry } = await q.executionPage(id, caller, {
+        telemetry: TELEMETRY_SHOWN,
+      });
       send(
         res,
         200,
@@ -402,7 +399,7 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
           history,
           artifacts,
           telemetry,
-          version: versionOf({ ...detail, token_attempt: detail.attempt }),
+          version: versionOf(head),
           confirm: confirm !== undefined && Object.hasOwn(ACTIONS, confirm) ? (confirm as Action) : undefined,
           notice: notice !== undefined && Object.hasOwn(NOTICES, notice) ? (notice as Notice) : undefined,
           csrf: csrfFor(ctx.viewer.principal),

@@ -44,3 +44,6 @@ export function canTransition(from: ExecutionState, to: ExecutionState): boolean
 export function isTerminal(state: ExecutionState): boolean {
   return TRANSITIONS[state].length === 0;
 }
+
+/** The states an execution never leaves (finished): those with no transition out. */
+export const TERMINAL_STATES: readonly ExecutionState[] = EXECUTION_STATES.filter(isTerminal);

@@ -116,6 +116,20 @@ export interface ExecutionProgress {
   token_expires_at: string | null;
 }
 
+/** The one-execution page of the dashboard (see `ExecutionQueries.executionPage`). */
+export interface ExecutionPageView {
+  /** What a listing shows of it (the live updates' version of the page is made of it). */
+  head: ExecutionHead;
+  detail: ExecutionDetail;
+  progress: ExecutionProgress;
+  history: StepHistoryEntry[];
+  artifacts: ArtifactRecord[];
+  telemetry: TelemetryRecord[];
+}
+
+/** Failed validations read to find the latest check of an agent's output. */
+const FAILURES_READ = 20;
+
 /** The steps a definition plans, in order, loop bodies in place (each once). */
 function plannedOrder(workflow: Workflow): { step: Step; loop?: string }[] {
   const bodyRefs = new Set(
@@ -153,9 +167,18 @@ export class ExecutionQueries {
   }
 
   private async pinnedDefinition(exec: ExecutionRecord): Promise<Workflow> {
+    return this.pinnedFrom(
+      exec,
+      this.pinned.has(exec.definition_hash)
+        ? undefined
+        : await this.store.getDefinition(exec.definition_hash),
+    );
+  }
+
+  /** The pinned definition from its text (read just now), else from the cache. */
+  private pinnedFrom(exec: ExecutionRecord, content: string | undefined): Workflow {
     const cached = this.pinned.get(exec.definition_hash);
     if (cached) return cached;
-    const content = await this.store.getDefinition(exec.definition_hash);
     if (content === undefined) {
       fail({
         code: 'storage_error',
@@ -199,18 +222,7 @@ export class ExecutionQueries {
 
   async history(executionId: string, caller: Caller): Promise<StepHistoryEntry[]> {
     await this.owned(executionId, caller);
-    return (await this.store.getSteps(executionId)).map((s) => ({
-      step_name: s.step_name,
-      agent_name: s.agent_name,
-      status: s.status,
-      seq: s.seq,
-      iteration: s.iteration,
-      attempts: s.attempts,
-      started_at: s.started_at,
-      completed_at: s.completed_at,
-      duration_ms: s.duration_ms,
-      output: s.output,
-    }));
+    return historyOf(await this.store.getSteps(executionId));
   }
 
   async artifacts(executionId: string, caller: Caller, stepName?: string): Promise<ArtifactRecord[]> {
@@ -304,28 +316,7 @@ export class ExecutionQueries {
 
   async detail(executionId: string, caller: Caller): Promise<ExecutionDetail> {
     const exec = await this.owned(executionId, caller);
-    const workflow = await this.definition(exec);
-    const reasons: Record<string, string> = {};
-    for (const [key, value] of Object.entries(exec.metadata)) {
-      if (key.endsWith('_reason') && typeof value === 'string')
-        reasons[key.slice(0, -'_reason'.length)] = value;
-    }
-    const waiting = stringRecord(exec.metadata.waiting);
-    return {
-      ...summary(exec),
-      principal: exec.principal,
-      completed_at: exec.completed_at,
-      duration_ms: exec.duration_ms,
-      current_seq: exec.current_seq,
-      attempt: exec.token_attempt,
-      token_issued_at: isTerminal(exec.state) ? null : exec.token_issued_at,
-      token_expires_at: isTerminal(exec.state) ? null : exec.token_expires_at,
-      reasons,
-      waiting: typeof waiting.step_id === 'string' ? (waiting as unknown as CommandWait) : null,
-      ...('final_output' in exec.metadata ? { final_output: exec.metadata.final_output } : {}),
-      context: exec.context,
-      workflow,
-    };
+    return detailOf(exec, await this.definition(exec));
   }
 
   async progress(executionId: string, caller: Caller): Promise<ExecutionProgress> {
@@ -333,46 +324,49 @@ export class ExecutionQueries {
     const [workflow, records, failures] = await Promise.all([
       this.definition(exec),
       this.store.getSteps(executionId),
-      this.store.getTelemetry({ execution_id: executionId, event_type: 'step_failed', limit: 20 }),
+      this.store.getTelemetry({ execution_id: executionId, event_type: 'step_failed', limit: FAILURES_READ }),
     ]);
-    const planned = plannedOrder(workflow);
-    const latest = new Map<string, StepRecord>();
-    const everDone = new Set<string>();
-    for (const r of records) {
-      latest.set(r.step_name, r);
-      if (r.status === 'completed') everDone.add(r.step_name);
-    }
-    const lastStarted = planned.reduce((max, p, i) => (latest.has(p.step.id) ? i : max), -1);
-    const live = !isTerminal(exec.state);
-    const scope = contextScope(exec.context);
-    const steps = planned.map(({ step, loop }, i) => {
-      let status: ProgressStatus;
-      if (live && step.id === exec.current_step) status = 'current';
-      else if (latest.get(step.id)?.status === 'failed') status = 'failed';
-      else if (everDone.has(step.id)) status = 'done';
-      else if (i < lastStarted || exec.state === 'completed') status = 'skipped';
-      else status = 'pending';
-      return {
-        id: step.id,
-        // As the agent was shown it: templates rendered with this execution's values, marked as data.
-        title: renderPrompt(step.title, scope, promptBudget()),
-        kind: isCommandStep(step) ? ('command' as const) : ('prompt' as const),
-        ...(loop !== undefined ? { loop } : {}),
-        status,
-      };
+    return progressOf(exec, workflow, records, failures);
+  }
+
+  /**
+   * The one-execution page of the dashboard: detail, progress, history, artifacts and the `telemetry`
+   * most recent events, from one snapshot of the store with the ownership checked once
+   * (`ExecutionStore.executionPage`), where the separate reads each checked it again.
+   */
+  async executionPage(
+    executionId: string,
+    caller: Caller,
+    options: { telemetry: number },
+  ): Promise<ExecutionPageView> {
+    const page = await this.store.executionPage(executionId, caller.principal, {
+      telemetry: options.telemetry,
+      failures: FAILURES_READ,
+      known: (hash) => this.pinned.has(hash),
     });
+    if (page === undefined)
+      fail({ code: 'execution_not_found', message: 'Execution not found', executionId });
+    const exec = page.execution;
+    const workflow = this.pinnedFrom(exec, page.definition);
     return {
-      execution_id: exec.execution_id,
-      workflow_id: exec.workflow_name,
-      workflow_title: workflow.name,
-      state: exec.state,
-      current_step: exec.current_step,
-      updated_at: exec.updated_at,
-      done: steps.filter((s) => s.status === 'done').length,
-      total: steps.length,
-      steps,
-      last_validation: lastValidation(records, failures),
-      token_expires_at: live ? exec.token_expires_at : null,
+      head: {
+        execution_id: exec.execution_id,
+        principal: exec.principal,
+        workflow_name: exec.workflow_name,
+        state: exec.state,
+        current_step: exec.current_step,
+        current_seq: exec.current_seq,
+        token_attempt: exec.token_attempt,
+        started_at: exec.started_at,
+        updated_at: exec.updated_at,
+        completed_at: exec.completed_at,
+        duration_ms: exec.duration_ms,
+      },
+      detail: detailOf(exec, workflow),
+      progress: progressOf(exec, workflow, page.steps, page.failures),
+      history: historyOf(page.steps),
+      artifacts: page.artifacts,
+      telemetry: page.telemetry,
     };
   }
 
@@ -415,6 +409,95 @@ export class ExecutionQueries {
       ...(filter.event_type !== undefined ? { event_type: filter.event_type } : {}),
     });
   }
+}
+
+/** Everything about one execution except its steps, artifacts and telemetry; never a token. */
+function detailOf(exec: ExecutionRecord, workflow: Workflow): ExecutionDetail {
+  const reasons: Record<string, string> = {};
+  for (const [key, value] of Object.entries(exec.metadata)) {
+    if (key.endsWith('_reason') && typeof value === 'string')
+      reasons[key.slice(0, -'_reason'.length)] = value;
+  }
+  const waiting = stringRecord(exec.metadata.waiting);
+  return {
+    ...summary(exec),
+    principal: exec.principal,
+    completed_at: exec.completed_at,
+    duration_ms: exec.duration_ms,
+    current_seq: exec.current_seq,
+    attempt: exec.token_attempt,
+    token_issued_at: isTerminal(exec.state) ? null : exec.token_issued_at,
+    token_expires_at: isTerminal(exec.state) ? null : exec.token_expires_at,
+    reasons,
+    waiting: typeof waiting.step_id === 'string' ? (waiting as unknown as CommandWait) : null,
+    ...('final_output' in exec.metadata ? { final_output: exec.metadata.final_output } : {}),
+    context: exec.context,
+    workflow,
+  };
+}
+
+/** Where an execution stands, step by step, from its steps and its recent failed validations. */
+function progressOf(
+  exec: ExecutionRecord,
+  workflow: Workflow,
+  records: StepRecord[],
+  failures: TelemetryRecord[],
+): ExecutionProgress {
+  const planned = plannedOrder(workflow);
+  const latest = new Map<string, StepRecord>();
+  const everDone = new Set<string>();
+  for (const r of records) {
+    latest.set(r.step_name, r);
+    if (r.status === 'completed') everDone.add(r.step_name);
+  }
+  const lastStarted = planned.reduce((max, p, i) => (latest.has(p.step.id) ? i : max), -1);
+  const live = !isTerminal(exec.state);
+  const scope = contextScope(exec.context);
+  const steps = planned.map(({ step, loop }, i) => {
+    let status: ProgressStatus;
+    if (live && step.id === exec.current_step) status = 'current';
+    else if (latest.get(step.id)?.status === 'failed') status = 'failed';
+    else if (everDone.has(step.id)) status = 'done';
+    else if (i < lastStarted || exec.state === 'completed') status = 'skipped';
+    else status = 'pending';
+    return {
+      id: step.id,
+      // As the agent was shown it: templates rendered with this execution's values, marked as data.
+      title: renderPrompt(step.title, scope, promptBudget()),
+      kind: isCommandStep(step) ? ('command' as const) : ('prompt' as const),
+      ...(loop !== undefined ? { loop } : {}),
+      status,
+    };
+  });
+  return {
+    execution_id: exec.execution_id,
+    workflow_id: exec.workflow_name,
+    workflow_title: workflow.name,
+    state: exec.state,
+    current_step: exec.current_step,
+    updated_at: exec.updated_at,
+    done: steps.filter((s) => s.status === 'done').length,
+    total: steps.length,
+    steps,
+    last_validation: lastValidation(records, failures),
+    token_expires_at: live ? exec.token_expires_at : null,
+  };
+}
+
+/** The steps as the step_history resource shows them. */
+function historyOf(steps: StepRecord[]): StepHistoryEntry[] {
+  return steps.map((s) => ({
+    step_name: s.step_name,
+    agent_name: s.agent_name,
+    status: s.status,
+    seq: s.seq,
+    iteration: s.iteration,
+    attempts: s.attempts,
+    started_at: s.started_at,
+    completed_at: s.completed_at,
+    duration_ms: s.duration_ms,
+    output: s.output,
+  }));
 }
 
 function withCursors(

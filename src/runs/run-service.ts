@@ -2,7 +2,7 @@ import type { Context } from '../engine/conditions.js';
 import { type ContextField, contextFields } from '../engine/context-needs.js';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { type InputResolution, resolveInputs } from '../engine/inputs.js';
-import { type ExecutionState, isTerminal } from '../engine/state-machine.js';
+import { type ExecutionState, isTerminal, TERMINAL_STATES } from '../engine/state-machine.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
 import type { Caller, CommandRun, CommandWait, CurrentState } from '../executions/execution-model.js';
 import type { ExecutionService } from '../executions/execution-service.js';
@@ -18,7 +18,8 @@ const WATCH_MS = 500;
 /** A command step held by another worker is looked at again after this long at most. */
 const BUSY_RECHECK_MS = 5000;
 
-export const TERMINAL_EXECUTION_STATES = ['completed', 'failed', 'abandoned', 'diverged'] as const;
+/** The finished states (the state machine's list, kept under the name the run tools know). */
+export const TERMINAL_EXECUTION_STATES = TERMINAL_STATES;
 
 export interface RunDeps {
   executions: ExecutionService;

@@ -2,7 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { ownerAlive } from '../executions/command-phase.js';
-import type { ExecutionStore, TaskInputRequest, TaskRecord, TaskStatus } from '../store/execution-store.js';
+import {
+  type ExecutionStore,
+  type TaskInputRequest,
+  type TaskRecord,
+  type TaskStatus,
+  TERMINAL_TASK_STATUSES,
+} from '../store/execution-store.js';
 import { type ClientAbilities, type RunSnapshot, statusMessage, type TaskHandle } from './run-model.js';
 
 /** Retention of a task from its creation: the default, and the bounds a requested ttl is clamped to. */
@@ -24,7 +30,7 @@ const WAIT_POLL_MS = 500;
 /** An input response that carries the client's failure instead of an answer. */
 const FAILED_ANSWER = 'workflowlookup/failed';
 
-const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled']);
+const TERMINAL: ReadonlySet<TaskStatus> = new Set(TERMINAL_TASK_STATUSES);
 export const isTerminalTask = (status: TaskStatus) => TERMINAL.has(status);
 
 export interface NewTask {

@@ -4,9 +4,21 @@ import type { RuntimeDocumentStore } from './runtime-documents.js';
 /**
  * The storage port for durable executions, implemented by the SQLite adapter (src/store/sqlite) and
  * the PostgreSQL adapter (src/store/postgres) with the same behaviour, which one contract suite
- * (src/store/store-contract.test.ts) checks on both: every `transaction` is serializable and
- * all-or-nothing, and transactions from any number of processes sharing the store never interleave
- * their effects. Timestamps are ISO-8601 UTC strings as `Date#toISOString` writes them.
+ * (src/store/store-contract.test.ts) checks on both. What a `transaction` guarantees, for any number
+ * of processes sharing the store:
+ * - it is all-or-nothing, and a statement the database refuses fails it, even if `fn` caught the error
+ *   (PostgreSQL may send writes later in the transaction than `fn` made them: reads still see them);
+ * - an execution, a step or a task it reads by key (`getExecution`, `getStep`, `getTask`) is its own
+ *   until it ends: another transaction reading the same row waits, then reads what this one committed.
+ *   So transactions that start from the same execution run one after the other, and a read-then-write
+ *   from that row (advancing a step, claiming a lease, recording a used token) never loses an update;
+ * - an insert of a key another transaction inserted first fails, and the adapter may run `fn` again,
+ *   which then finds the other's row (two starts of one execution id, a token recorded twice);
+ * - transactions on different executions do not wait for each other, and never fail because of each
+ *   other. Listings read inside a transaction are not locked: a row another transaction inserts
+ *   meanwhile may or may not appear.
+ * SQLite gives more (one writer at a time: every transaction is serializable); PostgreSQL runs at
+ * READ COMMITTED with row locks. Timestamps are ISO-8601 UTC strings as `Date#toISOString` writes them.
  */
 export interface ExecutionRecord {
   execution_id: string;
@@ -154,6 +166,8 @@ export interface TelemetryFilter {
 /** MCP task statuses (2025-11-25 names); completed, failed and cancelled never change again. */
 export const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
+/** The task statuses that never change again. */
+export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = ['completed', 'failed', 'cancelled'];
 
 /** An input request a task waits on: an `elicitation/create` or `sampling/createMessage` request. */
 export interface TaskInputRequest {
@@ -229,6 +243,27 @@ export interface PurgeCounts {
   tasks: number;
 }
 
+/** What the one-execution page shows, read at one point in time (see `StoreReader.executionPage`). */
+export interface ExecutionPageRecord {
+  execution: ExecutionRecord;
+  /** The pinned definition's text, unless the caller said it has it already. */
+  definition: string | undefined;
+  steps: StepRecord[];
+  artifacts: ArtifactRecord[];
+  /** The most recent events of the execution, oldest first. */
+  telemetry: TelemetryRecord[];
+  /** The most recent `step_failed` events, oldest first. */
+  failures: TelemetryRecord[];
+}
+
+export interface ExecutionPageOptions {
+  /** How many recent events, and how many recent failures, to read. */
+  telemetry: number;
+  failures: number;
+  /** Definitions the caller holds already (by hash): their text is not read again. */
+  known?: (hash: string) => boolean;
+}
+
 export interface StoreReader {
   getExecution(id: string): Promise<ExecutionRecord | undefined>;
   listExecutions(filter: ExecutionFilter): Promise<ExecutionRecord[]>;
@@ -258,6 +293,16 @@ export interface StoreReader {
    * a watcher polls. Changes within one millisecond share `updated_at`; callers dedupe on the boundary.
    */
   changedExecutions(filter: { principal: string; since: string; limit: number }): Promise<ExecutionHead[]>;
+  /**
+   * Everything the one-execution page shows, in one snapshot (a read transaction): the execution, its
+   * definition, steps, artifacts, recent events and failures, one statement each. Undefined unless
+   * `principal` owns the execution: the ownership is checked once, for all of it.
+   */
+  executionPage(
+    id: string,
+    principal: string,
+    options: ExecutionPageOptions,
+  ): Promise<ExecutionPageRecord | undefined>;
 }
 
 export interface StoreWriter extends StoreReader {
@@ -290,9 +335,10 @@ export interface StoreWriter extends StoreReader {
 
 export interface ExecutionStore extends StoreReader {
   /**
-   * Runs `fn` atomically; nothing it wrote survives if it throws. An adapter may run `fn` again after
-   * a conflict with a concurrent transaction (PostgreSQL does, on a serialization failure), so `fn`
-   * must act on the store only through `tx` and keep no effect of a previous run.
+   * Runs `fn` atomically; nothing it wrote survives if it throws. Rows read by key through `tx` are
+   * locked until it ends (see the top of this file). An adapter may run `fn` again after a conflict
+   * with a concurrent transaction (PostgreSQL does, after a deadlock or a duplicate key), so `fn` must
+   * act on the store only through `tx` and keep no effect of a previous run.
    */
   transaction<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T>;
   /** The newest migration applied (the migrations.ts of each adapter); both adapters number them alike. */

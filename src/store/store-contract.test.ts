@@ -365,6 +365,116 @@ for (const { adapter, skip } of ADAPTERS)
         expect(await store.listPrincipals()).toEqual(['alice', 'local']);
       });
 
+      it('counts per state stay exact over days, state changes and deletes, for any time window', async () => {
+        const store = await fresh();
+        const on = (day: number, hour: number) => new Date(Date.UTC(2030, 0, day, hour)).toISOString();
+        await seed(
+          store,
+          head('e1', { state: 'running', updated_at: on(7, 10) }),
+          head('e2', { state: 'completed', updated_at: on(9, 12) }),
+          head('e3', { state: 'paused', updated_at: on(10, 8) }),
+          head('e4', { state: 'completed', updated_at: on(10, 9), workflow_name: 'wf-b' }),
+          head('e5', { state: 'running', updated_at: on(8, 1), principal: 'alice' }),
+          head('e6', { state: 'running', updated_at: on(8, 23) }),
+        );
+        await store.transaction(async (tx) => {
+          const e1 = (await tx.getExecution('e1')) as ExecutionRecord;
+          // A new state and a new day; then a new day only; then neither.
+          await tx.updateExecution({
+            ...e1,
+            state: 'completed',
+            updated_at: on(10, 10),
+            completed_at: on(10, 10),
+          });
+          const e6 = (await tx.getExecution('e6')) as ExecutionRecord;
+          await tx.updateExecution({ ...e6, updated_at: on(9, 2) });
+          await tx.updateExecution({ ...e6, updated_at: on(9, 3), current_seq: 4 });
+        });
+        await store.transaction((tx) =>
+          tx.purgeHistory({ principal: 'local', states: ['completed'], finished_before: on(9, 23) }),
+        );
+        const all = await store.pageExecutions(null, 100);
+        expect(all.map((e) => e.execution_id).sort()).toEqual(['e1', 'e3', 'e4', 'e5', 'e6']);
+        const expected = (filter: Parameters<typeof store.countExecutions>[0]) => {
+          const counts: Record<string, number> = {};
+          for (const e of all) {
+            if (filter.principal !== undefined && e.principal !== filter.principal) continue;
+            if (filter.workflow_name !== undefined && e.workflow_name !== filter.workflow_name) continue;
+            if (filter.updated_since !== undefined && e.updated_at < filter.updated_since) continue;
+            if (filter.updated_before !== undefined && e.updated_at >= filter.updated_before) continue;
+            counts[e.state] = (counts[e.state] ?? 0) + 1;
+          }
+          return counts;
+        };
+        const times = [undefined, on(7, 9), on(8, 0), on(9, 2), on(9, 3), on(10, 8), on(10, 9), on(11, 0)];
+        for (const scope of [{}, { principal: 'local' }, { principal: 'local', workflow_name: 'demo' }]) {
+          for (const since of times) {
+            for (const before of times) {
+              const filter = {
+                ...scope,
+                ...(since !== undefined ? { updated_since: since } : {}),
+                ...(before !== undefined ? { updated_before: before } : {}),
+              };
+              expect(await store.countExecutions(filter), JSON.stringify(filter)).toEqual(expected(filter));
+            }
+          }
+        }
+        expect(await store.listPrincipals()).toEqual(['alice', 'local']);
+      });
+
+      it('reads the one-execution page for its owner only: steps, artifacts, recent events and failures', async () => {
+        const store = await fresh();
+        await seed(store, execution(), execution({ execution_id: 'exec-2', principal: 'bob' }));
+        await store.transaction(async (tx) => {
+          await tx.insertStep(step());
+          await tx.insertStep(step({ seq: 2, step_name: 'build' }));
+          await tx.insertArtifact({
+            execution_id: 'exec-1',
+            step_name: 'design',
+            artifact_type: 'report',
+            name: 'r',
+            content: 'c',
+            content_type: 'text/plain',
+            size_bytes: 1,
+            metadata: null,
+          });
+          for (let i = 0; i < 6; i++) {
+            const type = i % 2 === 0 ? 'step_failed' : 'step_started';
+            for (const id of ['exec-1', 'exec-2'])
+              await tx.insertTelemetry({
+                event_type: type,
+                execution_id: id,
+                step_name: null,
+                agent_name: null,
+                metadata: { i },
+              });
+          }
+        });
+        const page = await store.executionPage('exec-1', 'local', { telemetry: 4, failures: 2 });
+        expect(page?.execution).toEqual(await store.getExecution('exec-1'));
+        expect(page?.definition).toBe('{"id":"demo"}');
+        expect(page?.steps.map((s) => s.seq)).toEqual([1, 2]);
+        expect(page?.artifacts.map((a) => a.name)).toEqual(['r']);
+        expect(page?.telemetry.map((e) => e.metadata?.i)).toEqual([2, 3, 4, 5]);
+        expect(page?.failures.map((e) => [e.event_type, e.metadata?.i])).toEqual([
+          ['step_failed', 2],
+          ['step_failed', 4],
+        ]);
+        // A definition the caller holds is not read again.
+        expect(
+          (
+            await store.executionPage('exec-1', 'local', {
+              telemetry: 1,
+              failures: 1,
+              known: (h) => h === HASH,
+            })
+          )?.definition,
+        ).toBeUndefined();
+        // Another principal's execution, or none: nothing.
+        expect(await store.executionPage('exec-2', 'local', { telemetry: 4, failures: 2 })).toBeUndefined();
+        expect(await store.executionPage('missing', 'local', { telemetry: 4, failures: 2 })).toBeUndefined();
+      });
+
       it("scopes telemetry to a principal's executions", async () => {
         const store = await fresh();
         await seed(store, head('t1'), head('t2', { principal: 'alice' }));
@@ -641,6 +751,68 @@ for (const { adapter, skip } of ADAPTERS)
         expect(result).toBe('result');
         expect(await store.getSteps('kept')).toHaveLength(1);
         expect(await store.getTelemetry({ limit: 10 })).toHaveLength(1);
+      });
+
+      it('writes of one transaction land in call order, a row written twice keeps the last, and reads see them', async () => {
+        const store = await fresh();
+        await store.transaction(async (tx) => {
+          await tx.pinDefinition(HASH, 'demo', '{}');
+          await tx.insertExecution(execution());
+          for (const type of ['first', 'second', 'third'])
+            await tx.insertTelemetry({
+              event_type: type,
+              execution_id: 'exec-1',
+              step_name: null,
+              agent_name: null,
+              metadata: { type },
+            });
+          await tx.insertStep(step());
+          await tx.updateStep({ ...step(), status: 'completed', attempts: 1 });
+          await tx.updateExecution(execution({ state: 'running', current_seq: 1 }));
+          await tx.updateExecution(execution({ state: 'running', current_seq: 2 }));
+          expect((await tx.getStep('exec-1', 1))?.status).toBe('completed');
+          await tx.insertTelemetry({
+            event_type: 'fourth',
+            execution_id: 'exec-1',
+            step_name: null,
+            agent_name: null,
+            metadata: null,
+          });
+          await tx.recordSubmission({
+            nonce: 'n-1',
+            execution_id: 'exec-1',
+            output_hash: 'h',
+            response: 1,
+            created_at: T0,
+          });
+          await tx.updateSubmission('n-1', 2);
+        });
+        const events = await store.getTelemetry({ execution_id: 'exec-1', limit: 10 });
+        expect(events.map((e) => e.event_type)).toEqual(['first', 'second', 'third', 'fourth']);
+        expect(events.map((e) => e.id)).toEqual([...events.map((e) => e.id)].sort((a, b) => a - b));
+        expect(await store.getExecution('exec-1')).toMatchObject({ state: 'running', current_seq: 2 });
+        expect(await store.getStep('exec-1', 1)).toMatchObject({ status: 'completed', attempts: 1 });
+        expect((await store.getSubmission('n-1'))?.response).toBe(2);
+      });
+
+      it('a write the database refuses fails the transaction, even when fn returns, and keeps nothing', async () => {
+        const store = await fresh();
+        await seed(store);
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.insertTelemetry({
+              event_type: 'kept?',
+              execution_id: 'exec-1',
+              step_name: null,
+              agent_name: null,
+              metadata: null,
+            });
+            // No such execution: the foreign key refuses the step (now, or when the writes are sent).
+            await tx.insertStep(step({ execution_id: 'missing' })).catch(() => undefined);
+            return 'returned';
+          }),
+        ).rejects.toThrow();
+        expect(await store.getTelemetry({ limit: 10 })).toEqual([]);
       });
 
       it('two store instances racing a read-then-write (a lease claim): exactly one wins each round', async () => {

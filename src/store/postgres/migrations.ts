@@ -241,4 +241,57 @@ export const PG_MIGRATIONS: readonly { version: number; name: string; sql: strin
         FOR EACH ROW EXECUTE FUNCTION runtime_documents_notify();
     `,
   },
+  {
+    version: 6,
+    name: 'executions counted per principal, day, workflow and state',
+    // As in SQLite: the dashboard's counts read a day's row per (principal, workflow, state) and an
+    // all-time row (day '*') instead of counting executions. A change moves one execution out of its
+    // old rows and into its new ones in one statement, rows in key order, so two transactions moving
+    // executions between the same states lock the shared rows in the same order (never a deadlock);
+    // terminal states sort before the others, and a purge only touches terminal ones. The trigger
+    // fires only when the state or the day of the last update changes, not on an ordinary step.
+    sql: `
+      CREATE TABLE execution_counts (
+        principal text NOT NULL,
+        day text NOT NULL,
+        workflow_name text NOT NULL,
+        state text NOT NULL,
+        n bigint NOT NULL,
+        PRIMARY KEY (principal, day, workflow_name, state)
+      );
+      INSERT INTO execution_counts
+        SELECT principal, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), workflow_name, state, count(*)
+        FROM workflow_executions GROUP BY 1, 2, 3, 4
+        UNION ALL
+        SELECT principal, '*', workflow_name, state, count(*) FROM workflow_executions GROUP BY 1, 3, 4;
+
+      -- SET search_path FROM CURRENT: the trigger finds the table in the store's schema whoever writes.
+      CREATE FUNCTION execution_counts_change() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+      BEGIN
+        INSERT INTO execution_counts AS c (principal, day, workflow_name, state, n)
+        SELECT principal, day, workflow_name, state, sum(delta) FROM (
+          SELECT OLD.principal AS principal, d AS day, OLD.workflow_name AS workflow_name, OLD.state AS state,
+            -1 AS delta
+          FROM unnest(ARRAY[to_char(OLD.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), '*']) AS d
+          WHERE TG_OP <> 'INSERT'
+          UNION ALL
+          SELECT NEW.principal, d, NEW.workflow_name, NEW.state, 1
+          FROM unnest(ARRAY[to_char(NEW.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), '*']) AS d
+          WHERE TG_OP <> 'DELETE'
+        ) AS moves
+        GROUP BY principal, day, workflow_name, state
+        HAVING sum(delta) <> 0
+        ORDER BY state, principal, day, workflow_name
+        ON CONFLICT (principal, day, workflow_name, state) DO UPDATE SET n = c.n + EXCLUDED.n;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER execution_counts_insert_delete AFTER INSERT OR DELETE ON workflow_executions
+        FOR EACH ROW EXECUTE FUNCTION execution_counts_change();
+      CREATE TRIGGER execution_counts_update AFTER UPDATE OF state, updated_at ON workflow_executions
+        FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state
+          OR (OLD.updated_at AT TIME ZONE 'UTC')::date IS DISTINCT FROM (NEW.updated_at AT TIME ZONE 'UTC')::date)
+        EXECUTE FUNCTION execution_counts_change();
+    `,
+  },
 ];

@@ -1,18 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DomainFailure } from '../../engine/errors.js';
-import { execution, seed, step } from '../store-test-kit.js';
+import type { ExecutionRecord, StepRecord } from '../execution-store.js';
+import { countsQuery, headsQuery, listQuery, telemetryQuery } from '../sql/queries.js';
+import { execution, seed, step, T0 } from '../store-test-kit.js';
 import { describeConnectionError, resolveTarget, scrub } from './connection-errors.js';
-import {
-  countsQuery,
-  headsQuery,
-  listQuery,
-  openPostgresStore,
-  SQL,
-  telemetryQuery,
-} from './postgres-store.js';
+import { openPostgresStore, POSTGRES } from './postgres-store.js';
 import { createTestDatabase, findTestServer, skipNotice, type TestDatabase } from './test-database.js';
 
 // What only the PostgreSQL adapter has: connection errors in words, query plans, a dropped connection.
@@ -106,17 +101,17 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
     `);
     const plan = async (text: string, values: unknown[]) => {
       const rows = await db.admin(
-        `EXPLAIN (FORMAT JSON) ${text.replace(/\bFROM (workflow_\w+|telemetry_events|token_submissions)/g, `FROM ${name}.$1`)}`,
+        `EXPLAIN (FORMAT JSON) ${text.replace(/\bFROM (workflow_\w+|telemetry_events|token_submissions|execution_counts)/g, `FROM ${name}.$1`)}`,
         values,
       );
       return JSON.stringify(rows[0]);
     };
     const hot: [string, string, unknown[], string][] = [
-      ['get execution', SQL.getExecution, ['e42'], 'workflow_executions_pkey'],
-      ['steps of an execution', SQL.getSteps, ['e42'], 'workflow_steps_pkey'],
-      ['a step', SQL.getStep, ['e42', 2], 'workflow_steps_pkey'],
-      ['a submission', SQL.getSubmission, ['n42'], 'token_submissions_pkey'],
-      ['artifacts', SQL.getArtifacts, ['e42'], 'workflow_artifacts_by_execution'],
+      ['get execution', POSTGRES.fixed.getExecution, ['e42'], 'workflow_executions_pkey'],
+      ['steps of an execution', POSTGRES.fixed.getSteps, ['e42'], 'workflow_steps_pkey'],
+      ['a step', POSTGRES.fixed.getStep, ['e42', 2], 'workflow_steps_pkey'],
+      ['a submission', POSTGRES.fixed.getSubmission, ['n42'], 'token_submissions_pkey'],
+      ['artifacts', POSTGRES.fixed.getArtifacts, ['e42'], 'workflow_artifacts_by_execution'],
       ...(
         [
           [{ principal: 'p7', limit: 20 }, 'workflow_executions_by_principal_page'],
@@ -131,14 +126,14 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
           ],
         ] as const
       ).map(([filter, index]): [string, string, unknown[], string] => {
-        const q = listQuery(filter);
+        const q = listQuery(POSTGRES, filter);
         return [`list ${JSON.stringify(filter)}`, q.text, q.values, index];
       }),
       ...[
         { execution_id: 'e42', limit: 100 },
         { execution_id: 'e42', event_type: 'step_started', limit: 100 },
       ].map((filter): [string, string, unknown[], string] => {
-        const q = telemetryQuery(filter);
+        const q = telemetryQuery(POSTGRES, filter);
         return [`telemetry ${JSON.stringify(filter)}`, q.text, q.values, 'telemetry_events_by_execution'];
       }),
     ];
@@ -152,7 +147,7 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
       { principal: 'p7', limit: 20 },
       { principal: 'p7', states: ['paused' as const], limit: 20 },
     ]) {
-      const q = listQuery(filter);
+      const q = listQuery(POSTGRES, filter);
       expect(await plan(q.text, q.values)).not.toContain('"Node Type":"Sort"');
     }
     // The dashboard's pages, deep or not, in either direction, and its counts: from the paging indexes,
@@ -168,7 +163,7 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
       ],
       [{ principal: 'p7', workflow_name: 'w7', limit: 50 }, 'workflow_executions_by_principal_workflow'],
     ] as const) {
-      const q = headsQuery(filter);
+      const q = headsQuery(POSTGRES, filter);
       const p = await plan(q.text, q.values);
       expect(p, JSON.stringify(filter)).toContain(`"Index Name":"${index}"`);
       expect(p, JSON.stringify(filter)).not.toContain('Seq Scan');
@@ -177,10 +172,17 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
         expect(p, JSON.stringify(filter)).not.toContain('"Node Type":"Sort"');
       }
     }
-    const counts = countsQuery({ principal: 'p7' });
+    // Counts read the counters (the principal's all-time rows), and for a time window the window's
+    // partial first day from the paging index: never the executions at large.
+    const counts = countsQuery(POSTGRES, { principal: 'p7' });
     const countPlan = await plan(counts.text, counts.values);
-    expect(countPlan).not.toContain('Seq Scan');
-    expect(countPlan).toContain('"Index Name":"workflow_executions_by_principal');
+    expect(countPlan).not.toContain('"Relation Name":"workflow_executions"');
+    expect(countPlan).toContain('"Relation Name":"execution_counts"');
+    const since = new Date(Date.now() - 3 * 86_400_000).toISOString();
+    const windowed = countsQuery(POSTGRES, { principal: 'p7', updated_since: since });
+    const windowPlan = await plan(windowed.text, windowed.values);
+    expect(windowPlan).toContain('"Index Name":"workflow_executions_by_principal_page"');
+    expect(windowPlan).not.toContain('Seq Scan');
     await store.close();
   });
 
@@ -315,7 +317,146 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
     expect(attempts).toEqual(Array(16).fill(1));
     await store.close();
   });
+
+  it('a transaction holding one execution keeps another waiting on it, and never one on another execution', async () => {
+    const { url } = await db.schema();
+    const store = await openPostgresStore(url, { poolSize: 4 });
+    const other = await openPostgresStore(url, { poolSize: 4 });
+    await seed(store, execution({ execution_id: 'x1' }), execution({ execution_id: 'x2' }));
+    const gate = latch();
+    const held = latch();
+    const first = store.transaction(async (tx) => {
+      const exec = await tx.getExecution('x1');
+      held.resolve();
+      await gate.promise;
+      await tx.updateExecution({ ...(exec as ExecutionRecord), token_attempt: 1 });
+    });
+    await held.promise;
+    // Another execution, from another pool (another replica): it does not wait for the first.
+    await other.transaction(async (tx) => {
+      const exec = await tx.getExecution('x2');
+      await tx.updateExecution({ ...(exec as ExecutionRecord), token_attempt: 5 });
+    });
+    expect((await other.getExecution('x2'))?.token_attempt).toBe(5);
+    // The same execution waits for the first transaction, then reads what it wrote.
+    const second = other.transaction(async (tx) => (await tx.getExecution('x1'))?.token_attempt);
+    for (let i = 0; ; i++) {
+      const waiting = await db.admin(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR NO KEY UPDATE%'`,
+      );
+      if ((waiting[0] as { n: number }).n > 0) break;
+      if (i > 500) throw new Error('the second transaction never waited on the lock');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    gate.resolve();
+    await first;
+    expect(await second).toBe(1);
+    await store.close();
+    await other.close();
+  });
+
+  it('a step is three round trips: BEGIN with the execution, its step with its used token, the writes with COMMIT', async () => {
+    const { url } = await db.schema();
+    const store = await openPostgresStore(url, { poolSize: 2 });
+    await seed(store);
+    await store.transaction((tx) => tx.insertStep(step()));
+    const trips = await roundTrips(() =>
+      store.transaction(async (tx) => {
+        // As workflow_next_step does: the execution, the used token, the step; then nine writes.
+        const exec = (await tx.getExecution('exec-1')) as ExecutionRecord;
+        await tx.getSubmission('n-1');
+        const row = (await tx.getStep('exec-1', 1)) as StepRecord;
+        const event = (type: string) =>
+          tx.insertTelemetry({
+            event_type: type,
+            execution_id: 'exec-1',
+            step_name: 'design',
+            agent_name: null,
+            metadata: {},
+          });
+        await event('token_validated');
+        await tx.updateStep({ ...row, status: 'completed', attempts: 1 });
+        await event('step_completed');
+        await tx.insertStep(step({ seq: 2 }));
+        await event('step_started');
+        await event('token_generated');
+        await tx.updateExecution({ ...exec, current_seq: 2, token_nonce: 'n-2' });
+        await tx.recordSubmission({
+          nonce: 'n-1',
+          execution_id: 'exec-1',
+          output_hash: 'h',
+          response: {},
+          created_at: T0,
+        });
+      }),
+    );
+    expect(trips).toEqual([['BEGIN ISOLATION', 'SELECT *'], ['SELECT s.*,'], ['WITH w0', 'COMMIT']]);
+    expect(await store.getStep('exec-1', 2)).toMatchObject({ seq: 2 });
+    expect(
+      (await store.getTelemetry({ execution_id: 'exec-1', limit: 10 })).map((e) => e.event_type),
+    ).toEqual(['token_validated', 'step_completed', 'step_started', 'token_generated']);
+    // A transaction of one write is that one statement; one that reads nothing and writes nothing sends nothing.
+    expect(
+      await roundTrips(() => store.transaction((tx) => tx.updateSubmission('n-1', { final: true }))),
+    ).toEqual([['WITH w0']]);
+    expect(await roundTrips(() => store.transaction(async () => 'nothing'))).toEqual([]);
+    expect((await store.getSubmission('n-1'))?.response).toEqual({ final: true });
+    // A refused last write: its COMMIT only ends the transaction, and nothing is kept.
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.getExecution('exec-1');
+        await tx.insertStep(step({ seq: 3, execution_id: 'missing' }));
+      }),
+    ).rejects.toThrow();
+    expect(await store.getStep('missing', 3)).toBeUndefined();
+    await store.transaction(async (tx) => {
+      await tx.getExecution('exec-1');
+      await tx.insertStep(step({ seq: 3 }));
+    });
+    expect(await store.getStep('exec-1', 3)).toMatchObject({ seq: 3 });
+    await store.close();
+  });
 });
+
+/**
+ * The statements `work` sends, grouped by round trip: a statement sent while another on the same
+ * connection is still unanswered travels with it (pipelined).
+ */
+async function roundTrips(work: () => Promise<unknown>): Promise<string[][]> {
+  const original = pg.Client.prototype.query;
+  const trips: string[][] = [];
+  const pending = new WeakMap<object, number>();
+  const spy = vi.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
+    this: pg.Client,
+    ...args: unknown[]
+  ) {
+    const first = args[0] as string | { text: string };
+    const words = (typeof first === 'string' ? first : first.text).trim().split(/\s+/).slice(0, 2).join(' ');
+    const outstanding = pending.get(this) ?? 0;
+    if (outstanding === 0) trips.push([words]);
+    else trips.at(-1)?.push(words);
+    pending.set(this, outstanding + 1);
+    const result = (original as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+    const done = () => pending.set(this, (pending.get(this) ?? 1) - 1);
+    result.then(done, done);
+    return result as never;
+  });
+  try {
+    await work();
+  } finally {
+    spy.mockRestore();
+  }
+  return trips;
+}
+
+/** A promise and the function that resolves it. */
+function latch(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = (): void => undefined;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
 
 /** A TCP proxy to the local server whose connections a test can cut. */
 async function tcpProxy(to: number): Promise<{ port: number; cut(): void; close(): Promise<void> }> {

@@ -173,4 +173,52 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     // else changes (a comment, not an empty string: an empty migration would be skipped unrecorded).
     sql: '-- PostgreSQL only (runtime_documents); SQLite servers keep runtime workflows and catalogs in files',
   },
+  {
+    version: 6,
+    name: 'executions counted per principal, day, workflow and state',
+    // The dashboard's counts per state (any filter of principal, workflow and time of the last change)
+    // read these instead of counting the executions: a day's row per (principal, workflow, state) and
+    // an all-time row (day '*'), kept by triggers. A step that changes neither the state nor the day of
+    // its last update (almost every step) does not touch them.
+    sql: `
+      CREATE TABLE execution_counts (
+        principal TEXT NOT NULL,
+        day TEXT NOT NULL,
+        workflow_name TEXT NOT NULL,
+        state TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (principal, day, workflow_name, state)
+      ) WITHOUT ROWID;
+      INSERT INTO execution_counts
+        SELECT principal, substr(updated_at, 1, 10), workflow_name, state, COUNT(*) FROM workflow_executions
+        GROUP BY 1, 2, 3, 4;
+      INSERT INTO execution_counts
+        SELECT principal, '*', workflow_name, state, COUNT(*) FROM workflow_executions GROUP BY 1, 3, 4;
+
+      CREATE TRIGGER execution_counts_insert AFTER INSERT ON workflow_executions
+      BEGIN
+        INSERT INTO execution_counts VALUES
+          (NEW.principal, substr(NEW.updated_at, 1, 10), NEW.workflow_name, NEW.state, 1),
+          (NEW.principal, '*', NEW.workflow_name, NEW.state, 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER execution_counts_delete AFTER DELETE ON workflow_executions
+      BEGIN
+        UPDATE execution_counts SET n = n - 1
+        WHERE principal = OLD.principal AND workflow_name = OLD.workflow_name AND state = OLD.state
+          AND day IN (substr(OLD.updated_at, 1, 10), '*');
+      END;
+      CREATE TRIGGER execution_counts_update AFTER UPDATE OF state, updated_at ON workflow_executions
+      WHEN OLD.state <> NEW.state OR substr(OLD.updated_at, 1, 10) <> substr(NEW.updated_at, 1, 10)
+      BEGIN
+        UPDATE execution_counts SET n = n - 1
+        WHERE principal = OLD.principal AND workflow_name = OLD.workflow_name AND state = OLD.state
+          AND day IN (substr(OLD.updated_at, 1, 10), '*');
+        INSERT INTO execution_counts VALUES
+          (NEW.principal, substr(NEW.updated_at, 1, 10), NEW.workflow_name, NEW.state, 1),
+          (NEW.principal, '*', NEW.workflow_name, NEW.state, 1)
+        ON CONFLICT DO UPDATE SET n = n + 1;
+      END;
+    `,
+  },
 ];

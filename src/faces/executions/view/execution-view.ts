@@ -8,12 +8,13 @@
  * and the view needs five messages. The tests drive this file with ext-apps' own AppBridge as the host,
  * so the two stay in step.
  */
+import { TERMINAL_STATES } from '../../../engine/state-machine.js';
 import type { ExecutionProgress } from '../../../executions/execution-queries.js';
 
 const PROTOCOL_VERSION = '2026-01-26';
 const POLL_MS = 1500;
 const PROGRESS_URI = 'workflowlookup://workflow/execution_progress/';
-const FINISHED = new Set(['completed', 'failed', 'abandoned', 'diverged']);
+const FINISHED = new Set<string>(TERMINAL_STATES);
 
 type Json = Record<string, unknown>;
 interface Message {

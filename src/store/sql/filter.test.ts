@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SqlFilter } from './sql-filter.js';
+import { SqlFilter } from './filter.js';
 
 describe('SqlFilter', () => {
   it('binds ? placeholders in order for SQLite and lists several values with IN', () => {

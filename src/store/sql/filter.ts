@@ -1,7 +1,7 @@
 /**
  * A WHERE clause assembled from optional filters, for both adapters: SQLite binds `?` placeholders in
- * order, PostgreSQL numbered `$n` ones. `key` names the combination of clauses used, so PostgreSQL can
- * keep one prepared statement per combination (the text is fully determined by the key).
+ * order, PostgreSQL numbered `$n` ones. `key` names the combination of clauses used (the text is fully
+ * determined by it; the PostgreSQL adapter prepares each distinct text once per connection).
  */
 export class SqlFilter {
   private readonly clauses: string[] = [];
