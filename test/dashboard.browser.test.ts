@@ -312,6 +312,8 @@ describe('the first hour (issue #23 item 7), at desktop and phone sizes', () => 
       const { page, problems } = await open(`${dash.url}executions/${running}`, viewport);
       await page.click('a.action-pause');
       await page.waitForSelector('form.confirm');
+      // The form is in the DOM before the stylesheet has loaded; computed colours are only final at 'load'.
+      await page.waitForLoadState('load');
       expect(await page.locator('form.confirm').getAttribute('class')).toBe('confirm');
       const calm = page.locator('form.confirm button[type="submit"]');
       expect(await calm.getAttribute('class')).toBe('primary');
@@ -321,6 +323,7 @@ describe('the first hour (issue #23 item 7), at desktop and phone sizes', () => 
       );
       await page.click('a.action-abandon');
       await page.waitForSelector('form.confirm-danger');
+      await page.waitForLoadState('load');
       const red = page.locator('form.confirm button[type="submit"]');
       expect(await red.evaluate((b) => getComputedStyle(b).backgroundColor)).toBe('rgb(185, 28, 28)');
       expect(problems).toEqual([]);
