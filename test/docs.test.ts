@@ -1,5 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, normalize } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import { commandReference } from '../src/cli/commands.js';
@@ -187,5 +187,43 @@ describe('docs stay true', () => {
       expect(commandReference()).toContain(`workflowlookup ${command}`);
     }
     generated('cli.md', 'commands', commandBlock);
+  });
+
+  it('the README stays a ten-minute read, and every relative link in it and docs/ reaches a file and heading', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    expect(readme.split('\n').length).toBeLessThanOrEqual(300);
+    const pages = [
+      'README.md',
+      ...readdirSync(join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
+    // GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens (fenced code skipped).
+    const anchors = (page: string) =>
+      new Set(
+        [
+          ...readFileSync(join(ROOT, page), 'utf8')
+            .replace(/```[\s\S]*?```/g, '')
+            .matchAll(/^#+ (.*)$/gm),
+        ].map((m) =>
+          (m[1] as string)
+            .trim()
+            .toLowerCase()
+            .replace(/[^\w\- ]/g, '')
+            .replaceAll(' ', '-'),
+        ),
+      );
+    const broken: string[] = [];
+    for (const page of pages) {
+      for (const [, link] of readFileSync(join(ROOT, page), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (!link || /^[a-z]+:/.test(link)) continue;
+        const [path = '', anchor] = link.split('#');
+        const target = path ? normalize(join(dirname(page), path)) : page;
+        if (!existsSync(join(ROOT, target))) broken.push(`${page}: ${link} (no such file)`);
+        else if (anchor && target.endsWith('.md') && !anchors(target).has(anchor))
+          broken.push(`${page}: ${link} (no such heading)`);
+      }
+    }
+    expect(broken).toEqual([]);
   });
 });
