@@ -1,4 +1,4 @@
-// Regenerates the dashboard screenshots in docs/ (README, "Dashboard"): a sandbox with a few executions
+// Regenerates the dashboard screenshots in docs/ (docs/dashboard.md): a sandbox with a few executions
 // driven through the real server, the dashboard on a free port, Debian's chromium through playwright-core.
 // Usage: npm run build && node scripts/screenshots.mjs
 import { spawn } from 'node:child_process';

@@ -22,7 +22,7 @@ export const DEFAULT_AUTH_FAILURE_LIMIT = 30;
 
 /**
  * Every environment variable the server reads, with what it does: the source of `--help` and of the
- * README's Environment table (a test keeps the README in step).
+ * Environment table of docs/environment.md (a test keeps it in step).
  */
 export const ENVIRONMENT: readonly { name: string; description: string }[] = [
   { name: 'WORKFLOW_STORAGE_PATH', description: 'extra workflow directories, path-delimiter separated' },
@@ -216,7 +216,7 @@ export interface Config {
   env: NodeJS.ProcessEnv;
   /** Port of the standalone dashboard (`workflowlookup dashboard`). */
   dashboardPort: number;
-  /** What clients may hold open at once, per principal and in total (README, "Limits"). */
+  /** What clients may hold open at once, per principal and in total (docs/http.md, "Limits"). */
   limits: Limits;
 }
 
@@ -286,7 +286,7 @@ export function parsePort(value: string, where: string): number {
  */
 export const TOOL_GROUPS = {
   core: 'always listed: find workflows, walk them (stateless or durable), resume one, and list more groups',
-  guidance: 'stateless guidance (seed 001/002): the client keeps the state',
+  guidance: 'stateless guidance: the client keeps the state',
   executions: 'durable executions: start, advance, pause, resume, find and purge them',
   authoring: 'check, save, rename and delete workflow definitions',
   automation: 'inputs, templates, step plans and OpenAPI catalogs for command steps',
@@ -400,7 +400,7 @@ export function storeTargetOf(value: string, where: string, cwd: string): string
   return text;
 }
 
-/** Resolves the workflow sources and runtime dir from the environment (see README, "Configuration"). */
+/** Resolves the workflow sources and runtime dir from the environment (see docs/workflow-format.md, "Where workflows come from"). */
 export function loadConfig(options: ConfigOptions = {}): Config {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();

@@ -217,7 +217,7 @@ describe('one name per concept, seed names as aliases', () => {
     try {
       await core.initialize();
       const listed = (await core.request(2, 'tools/list', {})).result;
-      // Aimed at 8 KB; the seeds' tools with complete schemas need more (README, Tools): at most
+      // Aimed at 8 KB; the seeds' tools with complete schemas need more (docs/tools.md): at most
       // WorkRail 3.121's 11,815 bytes.
       expect(Buffer.byteLength(JSON.stringify(listed))).toBeLessThanOrEqual(11_815);
     } finally {

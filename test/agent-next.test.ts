@@ -127,7 +127,7 @@ describe('an agent that only follows next', () => {
   });
 
   it('runs export-project-tasks against a real API: inputs, command steps, a refused output, completion', async () => {
-    // The catalog is set up by a person, as in the README walkthrough; from then on the agent follows next.
+    // The catalog is set up by a person, as in the walkthrough of docs/automation.md; from then on the agent follows next.
     const imported = await callTool(client, 'catalog_import_openapi', {
       source: join(FIXTURES, 'openapi', 'tasks-api.yaml'),
       catalog_title: 'Tasks API',

@@ -5,7 +5,7 @@ import { ROOT } from './helpers/server.js';
 
 /**
  * The layers of src/, lowest first. A module may import from its own layer and the ones below it,
- * never from a layer above (README, "Architecture"). Top-level files are layers of their own.
+ * never from a layer above (docs/development.md, "Architecture"). Top-level files are layers of their own.
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['model'],

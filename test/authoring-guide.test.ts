@@ -103,11 +103,11 @@ describe('authoring guide', () => {
 });
 
 describe('one id rule', () => {
-  it('the README, the guide and the checker agree: [a-z0-9_-] or ns.name, 3-64 characters', () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  it('the tools reference, the guide and the checker agree: [a-z0-9_-] or ns.name, 3-64 characters', () => {
+    const reference = readFileSync(join(ROOT, 'docs', 'tools.md'), 'utf8');
     // Every statement of the rule names both forms; none says underscores or dots are out.
     for (const [name, text] of [
-      ['README.md', readme],
+      ['docs/tools.md', reference],
       ['docs/authoring-guide.md', guide],
     ] as const) {
       const statements = text.split('\n').filter((l) => /\bids?\b.*(match|are 3-64|3-64 char)/i.test(l));

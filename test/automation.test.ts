@@ -253,7 +253,7 @@ steps:
       completedSteps: [],
       context: { audience: 'ops', inputs: { release: 'r7' } },
     });
-    // Substituted values are shown as labelled data (README, "Templates").
+    // Substituted values are shown as labelled data (docs/automation.md, "Templates").
     expect(next.guidance.prompt).toContain(
       'For [context.audience: `ops`]: announce [inputs.release: `r7`] built by',
     );

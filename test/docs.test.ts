@@ -1,5 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, normalize } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import { commandReference } from '../src/cli/commands.js';
@@ -10,10 +10,9 @@ import { ERROR_TABLE, RpcCode } from '../src/protocol/error-mapping.js';
 import { ROOT, type Sandbox, sandbox } from './helpers/server.js';
 import { validationWorkerUrl } from './helpers/validation-worker.js';
 
-const README = join(ROOT, 'README.md');
 const cell = (text: string) => text.replaceAll('|', '\\|');
 
-/** The README's Environment table, made from the same table `--help` prints. */
+/** The Environment table (docs/environment.md), made from the same table `--help` prints. */
 function environmentTable(): string {
   return [
     '| variable | effect |',
@@ -61,7 +60,7 @@ const RPC_MEANINGS: Record<number, string> = {
     'Invalid params (`data.details`, e.g. `workflowId is required`; an unknown argument names the closest ones)',
   [RpcCode.InternalError]: 'Internal error (details in the server log, under `data.correlation_id`)',
   [RpcCode.ServerError]:
-    'Unsupported protocol version (`data.supportedVersions`, `data.requestedVersion`); a command step that failed (`data.reason`); a sampling request the client refused or failed (`data.details`); `Too many subscriptions` or `Too many tasks` (`data.limit`, `data.details`, see Limits)',
+    'Unsupported protocol version (`data.supportedVersions`, `data.requestedVersion`); a command step that failed (`data.reason`); a sampling request the client refused or failed (`data.details`); `Too many subscriptions` or `Too many tasks` (`data.limit`, `data.details`, see [Limits](http.md#limits))',
   [RpcCode.WorkflowNotFound]:
     'Workflow not found (`data.workflowId`; `data.did_you_mean`: the nearest ids, when an id is misspelled or cut short)',
   [RpcCode.InvalidWorkflow]:
@@ -136,33 +135,34 @@ beforeAll(async () => {
 });
 afterAll(() => sb.cleanup());
 
-/** Checks (or, with WORKFLOWLOOKUP_WRITE_DOCS=1, rewrites) the README text between two markers. */
-function generated(name: string, make: () => string): void {
-  const text = readFileSync(README, 'utf8');
+/** Checks (or, with WORKFLOWLOOKUP_WRITE_DOCS=1, rewrites) the text between two markers of a docs/ file. */
+function generated(file: string, name: string, make: () => string): void {
+  const path = join(ROOT, 'docs', file);
+  const text = readFileSync(path, 'utf8');
   const start = new RegExp(`<!-- ${name}:start[^>]*-->\\n`).exec(text);
   const endMarker = `<!-- ${name}:end -->`;
   const end = text.indexOf(endMarker);
-  expect(start, `README.md needs the ${name} markers`).not.toBeNull();
+  expect(start, `docs/${file} needs the ${name} markers`).not.toBeNull();
   expect(end).toBeGreaterThan(start?.index ?? 0);
   const at = (start?.index ?? 0) + (start?.[0].length ?? 0);
   if (process.env.WORKFLOWLOOKUP_WRITE_DOCS === '1') {
-    writeFileSync(README, `${text.slice(0, at)}${make()}\n${text.slice(end)}`);
+    writeFileSync(path, `${text.slice(0, at)}${make()}\n${text.slice(end)}`);
     return;
   }
-  expect(text.slice(at, end).trim(), `README.md is out of date: run \`npm run docs\``).toBe(make());
+  expect(text.slice(at, end).trim(), `docs/${file} is out of date: run \`npm run docs\``).toBe(make());
 }
 
 describe('docs stay true', () => {
-  it('the README Environment table is the one --help prints (npm run docs rewrites it)', () => {
-    generated('environment', environmentTable);
+  it('the Environment table (docs/environment.md) is the one --help prints (npm run docs rewrites it)', () => {
+    generated('environment.md', 'environment', environmentTable);
   });
 
-  it('the README alias table lists every alias the tools declare, beside its canonical name', () => {
+  it('the alias table (docs/tools.md) lists every alias the tools declare, beside its canonical name', () => {
     expect(aliasRows(tools).length).toBeGreaterThan(30);
-    generated('aliases', () => aliasTable(tools));
+    generated('tools.md', 'aliases', () => aliasTable(tools));
   });
 
-  it('the README tool group table is the grouping the server lists (npm run docs rewrites it)', () => {
+  it('the tool group table (docs/tools.md) is the grouping the server lists (npm run docs rewrites it)', () => {
     // Every tool but workflow_tools (core only) is in exactly one group besides core; task tools share one.
     for (const t of tools.filter((t) => t.name !== 'workflow_tools'))
       expect(
@@ -173,19 +173,57 @@ describe('docs stay true', () => {
     for (const name of ['workflow_run', 'workflow_cancel', 'workflow_author_and_run', 'workflow_execute'])
       expect(group(name), name).toBe('tasks');
     expect(group('workflow_purge_history')).toBe('executions');
-    generated('groups', () => groupTable(tools));
+    generated('tools.md', 'groups', () => groupTable(tools));
   });
 
-  it('the README error tables are the error mapping: every error_code and its JSON-RPC code', () => {
+  it('the error tables (docs/errors.md) are the error mapping: every error_code and its JSON-RPC code', () => {
     for (const rpc of Object.values(RpcCode)) expect(RPC_MEANINGS[rpc], `meaning of ${rpc}`).toBeDefined();
-    generated('errors', errorTables);
+    generated('errors.md', 'errors', errorTables);
   });
 
-  it('the README command reference is the table the command line parses (and --help prints)', () => {
+  it('the command reference (docs/cli.md) is the table the command line parses (and --help prints)', () => {
     expect(commandReference()).toContain('workflowlookup serve [--http');
     for (const command of ['migrate', 'export', 'import', 'token']) {
       expect(commandReference()).toContain(`workflowlookup ${command}`);
     }
-    generated('commands', commandBlock);
+    generated('cli.md', 'commands', commandBlock);
+  });
+
+  it('the README stays a ten-minute read, and every relative link in it and docs/ reaches a file and heading', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    expect(readme.split('\n').length).toBeLessThanOrEqual(300);
+    const pages = [
+      'README.md',
+      ...readdirSync(join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
+    // GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens (fenced code skipped).
+    const anchors = (page: string) =>
+      new Set(
+        [
+          ...readFileSync(join(ROOT, page), 'utf8')
+            .replace(/```[\s\S]*?```/g, '')
+            .matchAll(/^#+ (.*)$/gm),
+        ].map((m) =>
+          (m[1] as string)
+            .trim()
+            .toLowerCase()
+            .replace(/[^\w\- ]/g, '')
+            .replaceAll(' ', '-'),
+        ),
+      );
+    const broken: string[] = [];
+    for (const page of pages) {
+      for (const [, link] of readFileSync(join(ROOT, page), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (!link || /^[a-z]+:/.test(link)) continue;
+        const [path = '', anchor] = link.split('#');
+        const target = path ? normalize(join(dirname(page), path)) : page;
+        if (!existsSync(join(ROOT, target))) broken.push(`${page}: ${link} (no such file)`);
+        else if (anchor && target.endsWith('.md') && !anchors(target).has(anchor))
+          broken.push(`${page}: ${link} (no such heading)`);
+      }
+    }
+    expect(broken).toEqual([]);
   });
 });

@@ -468,7 +468,7 @@ describe('workflow_validate', () => {
   });
 
   it('a workflow whose criteria cannot be evaluated is broken (-32002 with the violations), never served', async () => {
-    // Criteria that cannot be evaluated make a file broken on every path (README, "Checking
+    // Criteria that cannot be evaluated make a file broken on every path (docs/workflow-format.md, "Checking
     // definitions"), so the -32004 a step of such a workflow used to give is now -32002 for the workflow.
     const listed = await call('workflow_list', {});
     expect(listed.workflows.map((w: Json) => w.id)).not.toContain('unevaluable-criteria');

@@ -345,7 +345,7 @@ describe('tool groups', () => {
         'workflow_validate',
       ]);
       // WorkRail 3.121's default tools/list is 11,815 bytes; the seeds' tools with complete schemas
-      // do not fit the 8 KB we aim at (README, Tools), and never exceed WorkRail's.
+      // do not fit the 8 KB we aim at (docs/tools.md), and never exceed WorkRail's.
       expect(Buffer.byteLength(JSON.stringify(listed))).toBeLessThanOrEqual(11_815);
       // The instructions name only what is listed.
       const instructions = client.getInstructions() ?? '';

@@ -1,5 +1,5 @@
 // The command line's commands and options: one table, from which parsing (src/cli/main.ts), every
-// --help text and the README's "Command line" block are made (test/docs.test.ts keeps the README in step).
+// --help text and the "Command line" block of docs/cli.md are made (test/docs.test.ts keeps it in step).
 import { PROFILES } from '../config.js';
 import { SCOPES } from '../protocol/scopes.js';
 
@@ -167,7 +167,7 @@ export function optionLines(options: Record<string, OptionSpec>): string[] {
   });
 }
 
-/** The README's command reference: each command, what it does and its options. */
+/** The command reference of docs/cli.md: each command, what it does and its options. */
 export function commandReference(): string {
   return Object.values(COMMAND_SPECS as Record<string, CommandSpec>)
     .flatMap((c) => [

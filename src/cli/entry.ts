@@ -4,7 +4,7 @@ import { setFlagsFromString } from 'node:v8';
 // Node ≥ 22.1 keeps V8's compiled code of every module it loads on disk (in NODE_COMPILE_CACHE, else
 // <tmpdir>/node-compile-cache) and reuses it on the next start instead of compiling the bundle again.
 // Enabled before anything of ours loads, so every chunk is covered; NODE_DISABLE_COMPILE_CACHE=1 turns it
-// off. What it buys is measured by bench/compile-cache.mjs (README, "Start-up").
+// off. What it buys is measured by bench/compile-cache.mjs (docs/benchmarks.md, "Compile cache").
 (module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 // Clients launch `node dist/cli.js` with no node flags. Size-optimised V8 keeps peak RSS under 100 MB

@@ -603,7 +603,7 @@ export function durationSchema(maxMs: number) {
     .describe(`Milliseconds, or "500ms" / "2s" / "1m"; ${limit}`);
 }
 
-/** Upper bounds of command-step durations and retries (README, authoring guide). */
+/** Upper bounds of command-step durations and retries (docs/automation.md, authoring guide). */
 export const COMMAND_LIMITS = {
   /** One request of a command step. */
   timeoutMs: 300_000,

@@ -6,7 +6,7 @@ import type { ToolDefinition } from '../faces/tool.js';
  * One name per concept: the workflow id is `workflow_id`, the execution id `execution_id`, the
  * continuation token `token`, and tools have underscore names. The names the seeds used
  * (`workflow.start`, `workflow_name`, `workflowId`, `id`, `continuation_token`, …) stay accepted, as
- * the aliases each tool declares; answers use the canonical names only. The README's alias table is
+ * the aliases each tool declares; answers use the canonical names only. The alias table of docs/tools.md is
  * generated from `aliasRows` (test/docs.test.ts keeps them in step).
  */
 

@@ -5,7 +5,7 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 export const MAX_SUBSCRIBE_URI_CHARS = 2048;
 
 /**
- * Caps on what clients may hold open, with their defaults (README, "Limits"); each is configurable
+ * Caps on what clients may hold open, with their defaults (docs/http.md, "Limits"); each is configurable
  * (src/config.ts). Per principal as well as in total, so one principal cannot use up what the others
  * need.
  */

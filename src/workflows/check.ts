@@ -28,7 +28,7 @@ import { dedupe, templateUses, toPointer, validateDefinition } from './validate-
  */
 export type CheckLevel = 'load' | 'strict' | 'authoring';
 
-/** Bounds on a definition and on the work checking it may take (README, authoring guide). */
+/** Bounds on a definition and on the work checking it may take (docs/workflow-format.md, authoring guide). */
 export const DEFINITION_LIMITS = {
   /** UTF-8 bytes of the file (or of the object as JSON). */
   maxBytes: 1_048_576,

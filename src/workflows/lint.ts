@@ -135,7 +135,7 @@ export function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | unde
   return out;
 }
 
-/** What an unset variable does where the workflow reads it (README, "Unset variables"). */
+/** What an unset variable does where the workflow reads it (docs/tools.md, "Unset variables"). */
 function unsetMeaning(v: ContextVariable): string {
   const effects = new Set<string>();
   for (const read of v.reads) {
