@@ -8,6 +8,7 @@ import { validationWorkerUrl } from '../../test/helpers/validation-worker.js';
 import { type App, createApp } from '../app.js';
 import { loadConfig } from '../config.js';
 import { createDashboard, type Dashboard } from './dashboard.js';
+import { ANONYMOUS } from './viewer.js';
 
 // The dashboard mounted the way `serve --http` mounts it: under a path, behind authentication that
 // names the principal of each request (here a test header stands in for the transport's auth).
@@ -68,15 +69,12 @@ beforeAll(async () => {
     const outcome = await service.start({ workflow_id: 'durable-demo' }, { principal });
     ids[principal] = outcome.kind === 'step' ? outcome.execution_id : '';
   }
-  dashboard = createDashboard(app, {
-    basePath: '/dashboard',
-    viewer: (req) => {
-      const who = req.headers['x-test-principal'];
-      return typeof who === 'string' ? { principal: who, allPrincipals: false } : undefined;
-    },
-  });
+  dashboard = createDashboard(app, { basePath: '/dashboard' });
   server = createServer((req, res) => {
-    if (req.url?.startsWith('/dashboard')) dashboard.handle(req, res);
+    // The mounting transport's part: who asks, passed with the request (nobody without the header).
+    const who = req.headers['x-test-principal'];
+    const viewer = typeof who === 'string' ? { principal: who, allPrincipals: false } : ANONYMOUS;
+    if (req.url?.startsWith('/dashboard')) dashboard.handle(req, res, viewer);
     else res.writeHead(404).end();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
