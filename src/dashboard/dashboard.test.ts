@@ -159,6 +159,46 @@ describe('dashboard mounted behind authentication', () => {
     }
   });
 
+  it('builds the one-execution page from its read model alone: one executionPage call, nothing else', async () => {
+    const service = await app.services.executions();
+    const calls: string[] = [];
+    // Every method of the read side the page calls is recorded (the live stream is not opened here).
+    const counted = new Proxy(service.queries, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          calls.push(String(name));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const reading = createDashboard(app, { basePath: '/dashboard', queries: async () => counted });
+    const srv = createServer((req, res) =>
+      reading.handle(req, res, { principal: 'alice', allPrincipals: false }),
+    );
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const page = await new Promise<{ status: number; body: string }>((resolve) => {
+      const path = `/dashboard/executions/${ids.alice}`;
+      request({ host: '127.0.0.1', port: (srv.address() as AddressInfo).port, path }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      }).end();
+    });
+    try {
+      expect(page.status).toBe(200);
+      expect(page.body).toContain(ids.alice);
+      expect(calls).toEqual(['executionPage']);
+    } finally {
+      reading.close();
+      srv.closeAllConnections();
+      await new Promise((r) => srv.close(r));
+    }
+  });
+
   it('accepts a form from another dashboard process only when they share the token secret', async () => {
     const serve = async (d: Dashboard) => {
       const srv = createServer((req, res) => d.handle(req, res));
