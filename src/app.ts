@@ -1,13 +1,14 @@
 /**
- * The composition root: the one place the server's objects are built. Named builders (buildEngine,
- * buildStore, buildDocuments, buildRegistry, buildCatalogs, buildCheckPolicy, buildServices) each make
- * one part from the configuration and the parts they are given; `createApp` composes them and wires the
- * faces to the protocol. Every face of the program takes what `createApp` returns: stdio and HTTP, the
- * dashboard (mounted or standalone, whose read-only SQLite reader is `services.readQueries`) and the
- * CLI's commands (`list`, `sources`, `validate` and `test` read the same registry, with the same check
- * policy, as workflow_list and workflow_validate_manifest). The CLI's store commands (migrate, export,
- * import) open the store they name through `openStoreAt`. Outside this file, only workflow tests build
- * a registry (a folder no source reads) and stores (a scratch store per run) of their own.
+ * The composition root: the one place the program's objects are built. Named builders each make one
+ * part from the configuration and the parts they are given (buildEngine, buildStore, buildDocuments,
+ * buildRegistry, buildCatalogs, buildCheckPolicy, buildServices; buildProtocol wires the faces' tools,
+ * resources and prompts to the protocol), and `createApp` composes them. Everything else takes what
+ * `createApp` returns: stdio and HTTP, the dashboard (mounted, or standalone with the read-only SQLite
+ * reader `services.readQueries`) and the CLI (`list` runs workflow_list through the app's runner;
+ * `sources`, `validate` and `test` use the app's registry, check policy and workflow tests). Only the
+ * CLI's store commands (migrate, export, import), which act on the store `--store` names, open one
+ * themselves, through `openStoreAt`; and workflow tests build what a test needs of its own (a registry
+ * over a folder no source reads, a scratch store per run). See docs/architecture.md.
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -48,6 +49,7 @@ import {
 } from './protocol/mcp-server.js';
 import { TaskDriver } from './protocol/tasks-protocol.js';
 import { ToolSwitch } from './protocol/tool-switch.js';
+import type { RunServices } from './runs/run-services.js';
 import type { ExecutionStore } from './store/execution-store.js';
 import {
   describeDatabaseUrl,
@@ -452,39 +454,42 @@ export function buildServices(
   };
 }
 
-export function createApp(config: Config, options: AppOptions = {}): App {
-  const log = options.log ?? stderrLog;
-  const engine = buildEngine(options);
-  // One store for executions and (PostgreSQL) what agents save, opened on first use, not at start-up.
-  const store = buildStore(config, { openStore: options.openStore, log });
-  const shared = buildDocuments(config, store, log);
-  const documents = shared?.documents;
-  const registry = buildRegistry(config, {
-    engine,
-    database: shared?.source,
-    watch: options.watch,
-    checkerId: options.checkerId,
-    log,
-  });
-  const runtime: RuntimeWorkflows = shared
-    ? new DatabaseRuntimeWorkflows(shared.source.dir, shared.documents, registry)
-    : new FileRuntimeWorkflows(config.runtimeDir, registry);
-  const personas = new PersonaRegistry(config.agentDirs);
-  const catalogParts = buildCatalogs(config, { engine, documents });
-  const { catalogs, catalogService, inputs } = catalogParts;
-  const checkPolicy = buildCheckPolicy(config, { engine, personas });
-  const built = buildServices(config, {
-    store,
-    registry,
-    personas,
-    engine,
-    catalogs: catalogParts,
-    runtime,
-    configuredStore: options.openStore === undefined,
-    log,
-  });
-  const { executions, tests, runServices } = built;
+/** What the protocol wiring takes: the parts createApp built. */
+interface ProtocolParts {
+  registry: WorkflowRegistry;
+  engine: ValidationEngine;
+  personas: PersonaRegistry;
+  catalogs: CatalogRegistry;
+  catalogService: CatalogService;
+  inputs: InputChecker;
+  runtime: RuntimeWorkflows;
+  executions: () => Promise<ExecutionService>;
+  tests: () => Promise<WorkflowTests>;
+  runServices: () => Promise<RunServices>;
+  fixtures: ConformanceFixtures | undefined;
+  log: (line: string) => void;
+}
 
+/**
+ * The faces' tools, resources and prompts wired to the protocol: the tool runner and its groups, the
+ * task driver, the SDK server factory, and the notifications connected clients get when definitions
+ * or lists change.
+ */
+export function buildProtocol(config: Config, parts: ProtocolParts) {
+  const {
+    registry,
+    engine,
+    personas,
+    catalogs,
+    catalogService,
+    inputs,
+    runtime,
+    executions,
+    tests,
+    runServices,
+    fixtures,
+    log,
+  } = parts;
   const guide = guideLoader(config.packageRoot);
   // Purging history is work on finished executions; runs, their cancellation and the orchestrations
   // need a client with MCP tasks, so they share the one group such a client lists (config.ts).
@@ -523,7 +528,6 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     faceTools
       .filter((t) => names.includes(t.name))
       .map((t) => ({ name: t.name, description: t.description, inputSchema: inputJsonSchema(t) }));
-  const fixtures = options.conformanceFixtures;
   const runner = createToolRunner(
     [
       ...faceTools,
@@ -617,6 +621,70 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     return server;
   };
 
+  return {
+    runner,
+    resources,
+    prompts,
+    serverFactory,
+    toolSwitch,
+    /** Every tool a tools/call may name: the runner's, and the conformance fixtures when served. */
+    toolNames: new Set([...runner.tools.map((t) => t.name), ...(fixtures?.plainTools ?? [])]),
+    onResourcesChanged,
+    onListChanged,
+    tasks,
+    /** The SDK servers connected now (closed with the app). */
+    servers,
+  };
+}
+
+export function createApp(config: Config, options: AppOptions = {}): App {
+  const log = options.log ?? stderrLog;
+  const engine = buildEngine(options);
+  // One store for executions and (PostgreSQL) what agents save, opened on first use, not at start-up.
+  const store = buildStore(config, { openStore: options.openStore, log });
+  const shared = buildDocuments(config, store, log);
+  const documents = shared?.documents;
+  const registry = buildRegistry(config, {
+    engine,
+    database: shared?.source,
+    watch: options.watch,
+    checkerId: options.checkerId,
+    log,
+  });
+  const runtime: RuntimeWorkflows = shared
+    ? new DatabaseRuntimeWorkflows(shared.source.dir, shared.documents, registry)
+    : new FileRuntimeWorkflows(config.runtimeDir, registry);
+  const personas = new PersonaRegistry(config.agentDirs);
+  const catalogParts = buildCatalogs(config, { engine, documents });
+  const { catalogs, catalogService, inputs } = catalogParts;
+  const checkPolicy = buildCheckPolicy(config, { engine, personas });
+  const built = buildServices(config, {
+    store,
+    registry,
+    personas,
+    engine,
+    catalogs: catalogParts,
+    runtime,
+    configuredStore: options.openStore === undefined,
+    log,
+  });
+  const { executions, tests, runServices } = built;
+  const protocol = buildProtocol(config, {
+    registry,
+    engine,
+    personas,
+    catalogs,
+    catalogService,
+    inputs,
+    runtime,
+    executions,
+    tests,
+    runServices,
+    fixtures: options.conformanceFixtures,
+    log,
+  });
+  const { runner, tasks, servers } = protocol;
+
   let warm = false;
   const warmUp = () => {
     if (warm) return;
@@ -661,13 +729,13 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       readQueries: built.readQueries,
     },
     runner,
-    resources,
-    prompts,
-    serverFactory,
-    toolSwitch,
-    toolNames: new Set([...runner.tools.map((t) => t.name), ...(fixtures?.plainTools ?? [])]),
-    onResourcesChanged,
-    onListChanged,
+    resources: protocol.resources,
+    prompts: protocol.prompts,
+    serverFactory: protocol.serverFactory,
+    toolSwitch: protocol.toolSwitch,
+    toolNames: protocol.toolNames,
+    onResourcesChanged: protocol.onResourcesChanged,
+    onListChanged: protocol.onListChanged,
     warmUp,
     log,
     close,
