@@ -94,6 +94,25 @@ describe('the CLI reads the workflows the server serves', () => {
   });
 });
 
+describe('the CLI when the PostgreSQL store cannot be reached', () => {
+  it('lists what the server lists (the files), and says on stderr why the database is left out, without the password', async () => {
+    sb = sandbox();
+    // Port 1 refuses connections: the database's workflows are unavailable, the files' are not.
+    const env = { WORKFLOWLOOKUP_DATABASE_URL: 'postgres://postgres:hunter2-secret@127.0.0.1:1/nowhere' };
+    const listed = await workflowList(sb, env);
+    const printed = cli(sb, ['list', '--json'], env);
+    expect(printed.code, printed.stderr).toBe(0);
+    const json = JSON.parse(printed.stdout) as Json;
+    expect({ workflows: json.workflows, broken: json.broken }).toEqual({
+      workflows: listed.workflows,
+      broken: listed.broken,
+    });
+    expect(json.workflows.length).toBeGreaterThanOrEqual(7);
+    expect(printed.stderr).toContain('cannot connect to PostgreSQL at 127.0.0.1:1');
+    expect(printed.stderr).not.toContain('hunter2-secret');
+  });
+});
+
 describe.skipIf(pgServer.url === undefined)('the CLI on a PostgreSQL store', () => {
   it('list --json equals workflow_list, the workflow saved in the database included; sources names it', async () => {
     sb = sandbox({ WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false' });
