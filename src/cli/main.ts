@@ -315,10 +315,10 @@ async function dashboard(options: ConfigOptions, flags: Flags): Promise<number> 
   if (config.databaseUrl === undefined) refuseDamagedFile(join(config.dataDir, DATABASE_FILE));
   const app = createApp(config);
   app.warmUp();
-  // The app's service creates and migrates the store (and takes the actions); pages read beside it
-  // (services.readQueries: a read-only connection with SQLite, the service's with PostgreSQL), opened
-  // here so that a store that cannot be read stops the command at start.
-  await app.services.readQueries();
+  // The app's service creates and migrates the store (and takes the actions), here, so that a store
+  // that cannot be opened stops the command at start; pages read beside it (services.readQueries: a
+  // read-only connection with SQLite, opened with the first page; the service's with PostgreSQL).
+  await app.services.executions();
   const { createDashboard, serveDashboard } = await import('../dashboard/dashboard.js');
   const running = await serveDashboard(createDashboard(app, { queries: app.services.readQueries }), port);
   process.stdout.write(`workflowlookup dashboard: ${running.url} (Ctrl-C to stop)\n`);
