@@ -1,7 +1,14 @@
 /**
- * The composition root: the one place the server's objects are built. Every transport (stdio, HTTP)
- * and the dashboard adapt what `createApp` returns; nothing else constructs registries, stores or
- * services.
+ * The composition root: the one place the program's objects are built. Named builders each make one
+ * part from the configuration and the parts they are given (buildEngine, buildStore, buildDocuments,
+ * buildRegistry, buildCatalogs, buildCheckPolicy, buildServices; buildProtocol wires the faces' tools,
+ * resources and prompts to the protocol), and `createApp` composes them. Everything else takes what
+ * `createApp` returns: stdio and HTTP, the dashboard (mounted, or standalone with the read-only SQLite
+ * reader `services.readQueries`) and the CLI (`list` runs workflow_list through the app's runner;
+ * `sources`, `validate` and `test` use the app's registry, check policy and workflow tests). Only the
+ * CLI's store commands (migrate, export, import), which act on the store `--store` names, open one
+ * themselves, through `openStoreAt`; and workflow tests build what a test needs of its own (a registry
+ * over a folder no source reads, a scratch store per run). See docs/architecture.md.
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -17,7 +24,7 @@ import { type Config, PROFILES, type Profile } from './config.js';
 import { fail } from './engine/errors.js';
 import { ValidationEngine } from './engine/validation-engine.js';
 import { LOCAL_PRINCIPAL } from './executions/execution-model.js';
-import type { ExecutionService } from './executions/execution-service.js';
+import type { ExecutionQueries, ExecutionService } from './executions/execution-service.js';
 import type { WorkflowTests } from './executions/workflow-tests.js';
 import { authoringPrompts } from './faces/authoring/authoring-prompts.js';
 import { authoringResources, guideLoader } from './faces/authoring/authoring-resources.js';
@@ -44,8 +51,13 @@ import { TaskDriver } from './protocol/tasks-protocol.js';
 import { ToolSwitch } from './protocol/tool-switch.js';
 import type { RunServices } from './runs/run-services.js';
 import type { ExecutionStore } from './store/execution-store.js';
-import { describeDatabaseUrl, lazyDocumentStore } from './store/runtime-documents.js';
+import {
+  describeDatabaseUrl,
+  lazyDocumentStore,
+  type RuntimeDocumentStore,
+} from './store/runtime-documents.js';
 import { DATABASE_FILE } from './store/sqlite/sqlite-file.js';
+import type { CheckPolicy } from './workflows/check.js';
 import { BUILD_CHECKER_ID, DefinitionCache } from './workflows/definition-cache.js';
 import { PersonaRegistry } from './workflows/personas.js';
 import { WorkflowRegistry } from './workflows/registry.js';
@@ -122,6 +134,8 @@ export interface AppServices {
   catalogs: CatalogRegistry;
   /** Catalogs as a service: imports, listings and calls, for the faces and the dashboard. */
   catalogService: CatalogService;
+  /** The policy definition checks apply (`workflowlookup validate`, list warnings): engine, env, personas. */
+  checkPolicy: () => Promise<CheckPolicy>;
   /** The execution service; opens the store on first use. A store that cannot open is a storage error. */
   executions: () => Promise<ExecutionService>;
   /**
@@ -129,6 +143,11 @@ export interface AppServices {
    * scratch store of its own (never the server's), loaded on first use.
    */
   tests: () => Promise<WorkflowTests>;
+  /**
+   * The standalone dashboard's read side: with SQLite, a read-only connection beside the service's
+   * (opened after the service migrated the store); otherwise the service's own queries.
+   */
+  readQueries: () => Promise<ExecutionQueries>;
 }
 
 export interface App {
@@ -159,73 +178,122 @@ export interface App {
 
 const stderrLog = (line: string) => process.stderr.write(`[workflowlookup] ${line}\n`);
 
-async function openConfiguredStore(config: Config, log: (line: string) => void): Promise<ExecutionStore> {
-  const { openExecutionStore } = await import('./store/open-store.js');
-  return openExecutionStore(config.databaseUrl ?? config.dataDir, { log });
-}
+// -------------------------------------------------------------------------------------------------
+// The builders. Each builds one part from the configuration and the parts it names; createApp composes
+// them. They are exported so that what a command needs is built the way the server builds it.
 
-export function createApp(config: Config, options: AppOptions = {}): App {
-  const log = options.log ?? stderrLog;
-  const engine = new ValidationEngine(
+/** The regex and JSON Schema engine every check uses: one per app (its worker starts on demand). */
+export function buildEngine(options: Pick<AppOptions, 'validationWorker'> = {}): ValidationEngine {
+  return new ValidationEngine(
     options.validationWorker === undefined ? {} : { workerUrl: options.validationWorker },
   );
-  const openStore = options.openStore ?? ((c: Config) => openConfiguredStore(c, log));
-  // One store for executions and (PostgreSQL) what agents save, opened on first use, not at start-up.
+}
+
+/**
+ * Opens the store a target names (a SQLite data dir or a postgres:// URL) and brings its schema up to
+ * date; `readOnly` opens an existing SQLite store for reading only. For the CLI's store commands
+ * (migrate, export, import: `--store` may name another store than the configured one) and the app's
+ * own store.
+ */
+export async function openStoreAt(
+  target: string,
+  options: { log?: (line: string) => void; readOnly?: boolean } = {},
+): Promise<ExecutionStore> {
+  const { openExecutionStore } = await import('./store/open-store.js');
+  return openExecutionStore(target, options);
+}
+
+/** The app's one store (executions and, with PostgreSQL, what agents save), opened on first use. */
+export interface SharedStore {
+  /** Opens the store once; a failed open is tried again on the next call. */
+  open(): Promise<ExecutionStore>;
+  /** The store, once opened. */
+  opened(): ExecutionStore | undefined;
+}
+
+export function buildStore(
+  config: Config,
+  options: { openStore?: AppOptions['openStore']; log: (line: string) => void },
+): SharedStore {
+  const openStore =
+    options.openStore ?? ((c: Config) => openStoreAt(c.databaseUrl ?? c.dataDir, { log: options.log }));
   let store: ExecutionStore | undefined;
   let storing: Promise<ExecutionStore> | undefined;
-  const sharedStore = () => {
-    storing ??= openStore(config).then((opened) => (store = opened));
-    return storing.catch((error: unknown) => {
-      storing = undefined;
-      throw error;
-    });
-  };
-  // With PostgreSQL, saved workflows and imported catalogs live in the database replicas share.
-  const documents =
-    config.databaseUrl === undefined
-      ? undefined
-      : lazyDocumentStore(
-          async () => {
-            const opened = await sharedStore();
-            if (opened.documents === undefined)
-              throw new Error(`${opened.location} keeps no shared workflows`);
-            return opened.documents;
-          },
-          describeDatabaseUrl(config.databaseUrl),
-          log,
-        );
-  const databaseSource: WorkflowSource | undefined = documents && {
-    kind: 'database',
-    dir: `${documents.location}#workflows`,
-    documents,
-  };
-  // Checked definitions survive a restart (built code only: the cache is keyed by the build's checker).
-  const checker = options.checkerId ?? BUILD_CHECKER_ID;
-  const registry = new WorkflowRegistry(
-    databaseSource ? [...config.sources, databaseSource] : config.sources,
-    {
-      watch: options.watch ?? true,
-      engine,
-      allowedEnv: config.allowedEnvNames,
-      ...(checker === undefined
-        ? {}
-        : {
-            cache: new DefinitionCache(
-              join(config.dataDir, DEFINITION_CACHE_FILE),
-              checker,
-              config.allowedEnvNames,
-              log,
-            ),
-          }),
+  return {
+    open: () => {
+      storing ??= openStore(config).then((opened) => (store = opened));
+      return storing.catch((error: unknown) => {
+        storing = undefined;
+        throw error;
+      });
     },
+    opened: () => store,
+  };
+}
+
+/**
+ * With PostgreSQL, saved workflows and imported catalogs live in the database replicas share: its
+ * document store (opened with the shared store, on first use) and the workflow source that reads it.
+ * Undefined with SQLite (they are files in the runtime and catalogs dirs).
+ */
+export function buildDocuments(
+  config: Config,
+  store: SharedStore,
+  log: (line: string) => void,
+): { documents: RuntimeDocumentStore; source: WorkflowSource } | undefined {
+  if (config.databaseUrl === undefined) return undefined;
+  const documents = lazyDocumentStore(
+    async () => {
+      const opened = await store.open();
+      if (opened.documents === undefined) throw new Error(`${opened.location} keeps no shared workflows`);
+      return opened.documents;
+    },
+    describeDatabaseUrl(config.databaseUrl),
+    log,
   );
-  const runtime: RuntimeWorkflows =
-    documents && databaseSource
-      ? new DatabaseRuntimeWorkflows(databaseSource.dir, documents, registry)
-      : new FileRuntimeWorkflows(config.runtimeDir, registry);
-  const personas = new PersonaRegistry(config.agentDirs);
+  return { documents, source: { kind: 'database', dir: `${documents.location}#workflows`, documents } };
+}
+
+/**
+ * The workflow registry: the configured sources, then (PostgreSQL) the database's, checked with the
+ * app's engine. What workflow_list, `workflowlookup list` and `sources` and the dashboard all read.
+ */
+export function buildRegistry(
+  config: Config,
+  parts: {
+    engine: ValidationEngine;
+    database?: WorkflowSource | undefined;
+    watch?: boolean | undefined;
+    checkerId?: string | undefined;
+    log: (line: string) => void;
+  },
+): WorkflowRegistry {
+  // Checked definitions survive a restart (built code only: the cache is keyed by the build's checker).
+  const checker = parts.checkerId ?? BUILD_CHECKER_ID;
+  return new WorkflowRegistry(parts.database ? [...config.sources, parts.database] : config.sources, {
+    watch: parts.watch ?? true,
+    engine: parts.engine,
+    allowedEnv: config.allowedEnvNames,
+    ...(checker === undefined
+      ? {}
+      : {
+          cache: new DefinitionCache(
+            join(config.dataDir, DEFINITION_CACHE_FILE),
+            checker,
+            config.allowedEnvNames,
+            parts.log,
+          ),
+        }),
+  });
+}
+
+/** Imported catalogs (files, or the database's documents), and what command steps and inputs need of them. */
+export function buildCatalogs(
+  config: Config,
+  parts: { engine: ValidationEngine; documents?: RuntimeDocumentStore | undefined },
+) {
   const catalogs = new CatalogRegistry(
-    documents ? new DatabaseCatalogStorage(documents) : config.catalogsDir,
+    parts.documents ? new DatabaseCatalogStorage(parts.documents) : config.catalogsDir,
   );
   const catalogService = new CatalogService({
     registry: catalogs,
@@ -234,89 +302,194 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     allowUrlSources: config.allowUrlSources,
     cwd: config.cwd,
   });
-  const commands = { runner: new CommandStepRunner(catalogService, engine), catalogs };
-  const inputs = new InputChecker({ engine, catalogs: catalogService, allowedEnv: config.allowedEnv });
+  const commands = { runner: new CommandStepRunner(catalogService, parts.engine), catalogs };
+  const inputs = new InputChecker({
+    engine: parts.engine,
+    catalogs: catalogService,
+    allowedEnv: config.allowedEnv,
+  });
+  return { catalogs, catalogService, commands, inputs };
+}
 
-  // The store (and its driver: the native SQLite module or pg) is opened on first use, not at start-up.
-  let opening: Promise<ExecutionService> | undefined;
-  const executions = () => {
-    opening ??= (async () => {
-      const [{ ExecutionService }, { TokenService, loadTokenSecret }] = await Promise.all([
-        import('./executions/execution-service.js'),
-        import('./executions/tokens.js'),
-      ]);
-      const opened = await sharedStore();
-      const tokens = new TokenService(loadTokenSecret(config.dataDir, config.tokenSecret), config.tokenTtlMs);
-      return new ExecutionService({
-        store: opened,
-        registry,
-        personas,
-        engine,
-        tokens,
-        commands,
-        allowedEnv: config.allowedEnv,
-        inputs,
+/** The policy every definition check applies: the app's engine, the env allow-list, the installed personas. */
+export function buildCheckPolicy(
+  config: Config,
+  parts: { engine: ValidationEngine; personas: PersonaRegistry },
+): () => Promise<CheckPolicy> {
+  return async () => {
+    await parts.personas.ready();
+    return {
+      engine: parts.engine,
+      allowedEnv: config.allowedEnvNames,
+      knownAgents: new Set(parts.personas.list().map((p) => p.name)),
+    };
+  };
+}
+
+/** A value built on first use, once; a failed build is tried again on the next call. */
+function onFirstUse<T>(build: () => Promise<T>): {
+  get: () => Promise<T>;
+  built: () => Promise<T> | undefined;
+} {
+  let building: Promise<T> | undefined;
+  return {
+    get: () => {
+      building ??= build();
+      return building.catch((error: unknown) => {
+        building = undefined;
+        throw error;
       });
-    })();
-    // A store that cannot be opened is a storage error for the caller; the next call tries again.
-    return opening.catch((error: unknown) => {
-      opening = undefined;
+    },
+    built: () => building,
+  };
+}
+
+/**
+ * The services over the store: executions, workflow tests, tasks and runs, and the read side of the
+ * standalone dashboard. Each is built on first use (the store and its driver load then, never at start).
+ */
+export function buildServices(
+  config: Config,
+  parts: {
+    store: SharedStore;
+    registry: WorkflowRegistry;
+    personas: PersonaRegistry;
+    engine: ValidationEngine;
+    catalogs: ReturnType<typeof buildCatalogs>;
+    runtime: RuntimeWorkflows;
+    /** True when the store is the configured one (not a test's openStore): the dashboard may read beside it. */
+    configuredStore: boolean;
+    log: (line: string) => void;
+  },
+) {
+  const { store, registry, personas, engine, runtime, log } = parts;
+  const { catalogs, commands, inputs } = parts.catalogs;
+  const execution = onFirstUse(async () => {
+    const [{ ExecutionService }, { TokenService, loadTokenSecret }] = await Promise.all([
+      import('./executions/execution-service.js'),
+      import('./executions/tokens.js'),
+    ]);
+    const opened = await store.open();
+    const tokens = new TokenService(loadTokenSecret(config.dataDir, config.tokenSecret), config.tokenTtlMs);
+    return new ExecutionService({
+      store: opened,
+      registry,
+      personas,
+      engine,
+      tokens,
+      commands,
+      allowedEnv: config.allowedEnv,
+      inputs,
+    });
+  });
+  // A store that cannot be opened is a storage error for the caller; the next call tries again.
+  const executions = () =>
+    execution.get().catch((error: unknown) =>
       fail({
         code: 'storage_error',
         message: 'Storage error',
         details: `cannot open the execution store: ${(error as Error).message}`,
-      });
-    });
-  };
+      }),
+    );
 
   // Workflow tests run executions through the same service, in a scratch store per run: loaded on first use.
-  let testing: Promise<WorkflowTests> | undefined;
-  const tests = () => {
-    testing ??= (async () => {
-      const [{ WorkflowTests }, { openScratchStore }] = await Promise.all([
-        import('./executions/workflow-tests.js'),
-        import('./store/scratch-store.js'),
-      ]);
-      return new WorkflowTests({
-        registry,
-        personas,
-        engine,
-        allowedEnv: config.allowedEnv,
-        allowedEnvNames: config.allowedEnvNames,
-        scratchStore: openScratchStore,
-      });
-    })();
-    return testing.catch((error: unknown) => {
-      testing = undefined;
-      throw error;
+  const tests = onFirstUse(async () => {
+    const [{ WorkflowTests }, { openScratchStore }] = await Promise.all([
+      import('./executions/workflow-tests.js'),
+      import('./store/scratch-store.js'),
+    ]);
+    return new WorkflowTests({
+      registry,
+      personas,
+      engine,
+      allowedEnv: config.allowedEnv,
+      allowedEnvNames: config.allowedEnvNames,
+      scratchStore: openScratchStore,
     });
-  };
+  });
 
   // Tasks, runs and orchestrations sit on the execution service; built with it, on first use.
-  let running: Promise<RunServices> | undefined;
-  const runServices = () => {
-    running ??= (async () => {
-      const service = await executions();
-      const { createRunServices } = await import('./runs/run-services.js');
-      return createRunServices({
-        executions: service,
-        store: store as ExecutionStore,
-        registry,
-        engine,
-        personas,
-        catalogs,
-        runtime,
-        allowedEnv: config.allowedEnv,
-        allowedEnvNames: config.allowedEnvNames,
-        log,
-      });
-    })();
-    return running.catch((error: unknown) => {
-      running = undefined;
-      throw error;
+  const runs = onFirstUse(async () => {
+    const service = await executions();
+    const { createRunServices } = await import('./runs/run-services.js');
+    return createRunServices({
+      executions: service,
+      store: store.opened() as ExecutionStore,
+      registry,
+      engine,
+      personas,
+      catalogs,
+      runtime,
+      allowedEnv: config.allowedEnv,
+      allowedEnvNames: config.allowedEnvNames,
+      log,
     });
-  };
+  });
 
+  // The standalone dashboard reads SQLite through a read-only connection of its own, beside the app's
+  // writable one, so that its pages never take the write lock the servers on the same data dir need.
+  // The app's store creates and migrates the file first. With PostgreSQL (or a store a test opened),
+  // it reads through the service, whose LISTEN/NOTIFY makes the pages live.
+  const readOnly = onFirstUse(async () => {
+    const service = await executions();
+    if (config.databaseUrl !== undefined || !parts.configuredStore) return { queries: service.queries };
+    const [{ ExecutionQueries }, reader] = await Promise.all([
+      import('./executions/execution-service.js'),
+      openStoreAt(config.dataDir, { readOnly: true }),
+    ]);
+    return { queries: new ExecutionQueries(reader), reader };
+  });
+
+  return {
+    executions,
+    tests: tests.get,
+    runServices: runs.get,
+    readQueries: async () => (await readOnly.get()).queries,
+    /** Closes what the services opened (not the shared store): running tasks, the dashboard's reader. */
+    close: async () => {
+      (await runs.built()?.catch(() => undefined))?.tasks.close();
+      const reader = (await readOnly.built()?.catch(() => undefined))?.reader;
+      await reader?.close().catch((error: unknown) => log(`closing the reader failed: ${String(error)}`));
+    },
+  };
+}
+
+/** What the protocol wiring takes: the parts createApp built. */
+interface ProtocolParts {
+  registry: WorkflowRegistry;
+  engine: ValidationEngine;
+  personas: PersonaRegistry;
+  catalogs: CatalogRegistry;
+  catalogService: CatalogService;
+  inputs: InputChecker;
+  runtime: RuntimeWorkflows;
+  executions: () => Promise<ExecutionService>;
+  tests: () => Promise<WorkflowTests>;
+  runServices: () => Promise<RunServices>;
+  fixtures: ConformanceFixtures | undefined;
+  log: (line: string) => void;
+}
+
+/**
+ * The faces' tools, resources and prompts wired to the protocol: the tool runner and its groups, the
+ * task driver, the SDK server factory, and the notifications connected clients get when definitions
+ * or lists change.
+ */
+export function buildProtocol(config: Config, parts: ProtocolParts) {
+  const {
+    registry,
+    engine,
+    personas,
+    catalogs,
+    catalogService,
+    inputs,
+    runtime,
+    executions,
+    tests,
+    runServices,
+    fixtures,
+    log,
+  } = parts;
   const guide = guideLoader(config.packageRoot);
   // Purging history is work on finished executions; runs, their cancellation and the orchestrations
   // need a client with MCP tasks, so they share the one group such a client lists (config.ts).
@@ -355,7 +528,6 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     faceTools
       .filter((t) => names.includes(t.name))
       .map((t) => ({ name: t.name, description: t.description, inputSchema: inputJsonSchema(t) }));
-  const fixtures = options.conformanceFixtures;
   const runner = createToolRunner(
     [
       ...faceTools,
@@ -449,6 +621,70 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     return server;
   };
 
+  return {
+    runner,
+    resources,
+    prompts,
+    serverFactory,
+    toolSwitch,
+    /** Every tool a tools/call may name: the runner's, and the conformance fixtures when served. */
+    toolNames: new Set([...runner.tools.map((t) => t.name), ...(fixtures?.plainTools ?? [])]),
+    onResourcesChanged,
+    onListChanged,
+    tasks,
+    /** The SDK servers connected now (closed with the app). */
+    servers,
+  };
+}
+
+export function createApp(config: Config, options: AppOptions = {}): App {
+  const log = options.log ?? stderrLog;
+  const engine = buildEngine(options);
+  // One store for executions and (PostgreSQL) what agents save, opened on first use, not at start-up.
+  const store = buildStore(config, { openStore: options.openStore, log });
+  const shared = buildDocuments(config, store, log);
+  const documents = shared?.documents;
+  const registry = buildRegistry(config, {
+    engine,
+    database: shared?.source,
+    watch: options.watch,
+    checkerId: options.checkerId,
+    log,
+  });
+  const runtime: RuntimeWorkflows = shared
+    ? new DatabaseRuntimeWorkflows(shared.source.dir, shared.documents, registry)
+    : new FileRuntimeWorkflows(config.runtimeDir, registry);
+  const personas = new PersonaRegistry(config.agentDirs);
+  const catalogParts = buildCatalogs(config, { engine, documents });
+  const { catalogs, catalogService, inputs } = catalogParts;
+  const checkPolicy = buildCheckPolicy(config, { engine, personas });
+  const built = buildServices(config, {
+    store,
+    registry,
+    personas,
+    engine,
+    catalogs: catalogParts,
+    runtime,
+    configuredStore: options.openStore === undefined,
+    log,
+  });
+  const { executions, tests, runServices } = built;
+  const protocol = buildProtocol(config, {
+    registry,
+    engine,
+    personas,
+    catalogs,
+    catalogService,
+    inputs,
+    runtime,
+    executions,
+    tests,
+    runServices,
+    fixtures: options.conformanceFixtures,
+    log,
+  });
+  const { runner, tasks, servers } = protocol;
+
   let warm = false;
   const warmUp = () => {
     if (warm) return;
@@ -470,24 +706,36 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       registry.close();
       catalogs.close();
       personas.close();
-      if (running) (await running.catch(() => undefined))?.tasks.close();
-      if (store)
-        await store.close().catch((error: unknown) => log(`closing the store failed: ${String(error)}`));
+      await built.close();
+      await store
+        .opened()
+        ?.close()
+        .catch((error: unknown) => log(`closing the store failed: ${String(error)}`));
     })();
     return closing;
   };
 
   return {
     config,
-    services: { registry, personas, engine, catalogs, catalogService, executions, tests },
+    services: {
+      registry,
+      personas,
+      engine,
+      catalogs,
+      catalogService,
+      checkPolicy,
+      executions,
+      tests,
+      readQueries: built.readQueries,
+    },
     runner,
-    resources,
-    prompts,
-    serverFactory,
-    toolSwitch,
-    toolNames: new Set([...runner.tools.map((t) => t.name), ...(fixtures?.plainTools ?? [])]),
-    onResourcesChanged,
-    onListChanged,
+    resources: protocol.resources,
+    prompts: protocol.prompts,
+    serverFactory: protocol.serverFactory,
+    toolSwitch: protocol.toolSwitch,
+    toolNames: protocol.toolNames,
+    onResourcesChanged: protocol.onResourcesChanged,
+    onListChanged: protocol.onListChanged,
     warmUp,
     log,
     close,

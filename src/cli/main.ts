@@ -11,7 +11,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { createApp } from '../app.js';
+import { type App, createApp, openStoreAt } from '../app.js';
 import {
   type Config,
   ConfigError,
@@ -24,7 +24,7 @@ import {
   parsePort,
   storeTargetOf,
 } from '../config.js';
-import { ValidationEngine } from '../engine/validation-engine.js';
+import { localCaller } from '../executions/execution-model.js';
 import { existingTokenSecret, type SigningSecret, secretFingerprint } from '../executions/tokens.js';
 import type { Violation } from '../model/violation.js';
 import { workflowJsonSchema } from '../model/workflow.js';
@@ -42,8 +42,7 @@ import {
   oversize,
 } from '../workflows/check.js';
 import { type DefinitionFormat, formatOf } from '../workflows/parse.js';
-import { PersonaRegistry } from '../workflows/personas.js';
-import { WorkflowRegistry } from '../workflows/registry.js';
+import type { Listing } from '../workflows/registry.js';
 import { COMMAND_SPECS, type CommandSpec, optionLines, TITLE } from './commands.js';
 import { testCommand } from './test-command.js';
 
@@ -82,18 +81,6 @@ function printViolation(v: Violation, prefix = ''): string {
   return `  ${prefix}${describeViolation(v)}`;
 }
 
-/** The policy the server applies (same engine kind, env allow-list and personas), for the CLI's checks. */
-async function serverPolicy(config: Config): Promise<CheckPolicy & { engine: ValidationEngine }> {
-  const personas = new PersonaRegistry(config.agentDirs);
-  await personas.ready();
-  personas.close();
-  return {
-    engine: new ValidationEngine(),
-    allowedEnv: config.allowedEnvNames,
-    knownAgents: new Set(personas.list().map((p) => p.name)),
-  };
-}
-
 type FileReport = Pick<CheckReport, 'valid' | 'errors' | 'warnings'> & {
   format?: DefinitionFormat;
   id?: string;
@@ -125,9 +112,15 @@ async function validateFiles(files: string[], options: ConfigOptions, json: bool
     process.stderr.write('validate: name at least one workflow file\n');
     return 2;
   }
-  const policy = await serverPolicy(loadConfig(options));
+  // The server's check policy (engine, env allow-list, personas), from the one composition root.
+  const app = createApp(loadConfig(options), { watch: false });
   const reports: (FileReport & { file: string })[] = [];
-  for (const file of files) reports.push({ file, ...(await checkFile(file, policy)) });
+  try {
+    const policy = await app.services.checkPolicy();
+    for (const file of files) reports.push({ file, ...(await checkFile(file, policy)) });
+  } finally {
+    await app.close();
+  }
   const failures = reports.filter((r) => !r.valid).length;
   if (json) {
     process.stdout.write(
@@ -146,66 +139,86 @@ async function validateFiles(files: string[], options: ConfigOptions, json: bool
   return failures > 0 ? 1 : 0;
 }
 
-/** The registry the server would build, with the same check policy. */
-async function loadRegistry(config: Config, policy: CheckPolicy & { engine: ValidationEngine }) {
-  const registry = new WorkflowRegistry(config.sources, {
-    engine: policy.engine,
-    allowedEnv: config.allowedEnvNames,
-  });
-  await registry.ready();
-  return registry;
+/**
+ * Runs `use` on an app built as the server builds it (no watchers), closed afterwards: the CLI reads
+ * the same registry, with the same sources (the database's too, with PostgreSQL), as the server.
+ */
+async function withApp<T>(options: ConfigOptions, use: (app: App) => Promise<T>): Promise<T> {
+  const app = createApp(loadConfig(options), { watch: false });
+  try {
+    return await use(app);
+  } finally {
+    await app.close();
+  }
+}
+
+/** `list --json`: what workflow_list answers, plus the warnings of every file read. */
+async function listing(app: App): Promise<Listing> {
+  const outcome = await app.runner.run('workflow_list', {}, { caller: localCaller() });
+  if ('error' in outcome) {
+    const data = outcome.error.data as { details?: unknown } | undefined;
+    throw new Error(
+      `workflow_list: ${outcome.error.message}${typeof data?.details === 'string' ? ` (${data.details})` : ''}`,
+    );
+  }
+  return outcome.result as Listing;
 }
 
 async function list(options: ConfigOptions, json: boolean): Promise<number> {
-  const config = loadConfig(options);
-  const policy = await serverPolicy(config);
-  const registry = await loadRegistry(config, policy);
-  const { workflows, broken } = registry.list();
-  if (json) {
-    // Warnings of every file read (workflow_validate_manifest would report the same ones).
-    const warnings: { file: string; source: string; id?: string; warnings: Violation[] }[] = [];
-    for (const entry of registry.filesOf()) {
-      const report = await registry.report(entry, policy.knownAgents).catch(() => undefined);
-      if (report === undefined || report.warnings.length === 0) continue;
-      warnings.push({
-        file: entry.file,
-        source: entry.source,
-        ...(report.id !== undefined ? { id: report.id } : {}),
-        warnings: report.warnings,
-      });
+  return withApp(options, async (app) => {
+    const { registry } = app.services;
+    const { workflows, broken } = await listing(app);
+    if (json) {
+      // Warnings of every file read (workflow_validate_manifest would report the same ones).
+      const policy = await app.services.checkPolicy();
+      const warnings: { file: string; source: string; id?: string; warnings: Violation[] }[] = [];
+      for (const entry of registry.filesOf()) {
+        const report = await registry.report(entry, policy.knownAgents).catch(() => undefined);
+        if (report === undefined || report.warnings.length === 0) continue;
+        warnings.push({
+          file: entry.file,
+          source: entry.source,
+          ...(report.id !== undefined ? { id: report.id } : {}),
+          warnings: report.warnings,
+        });
+      }
+      process.stdout.write(`${JSON.stringify({ workflows, broken, warnings }, null, 2)}\n`);
+      return 0;
     }
-    process.stdout.write(`${JSON.stringify({ workflows, broken, warnings }, null, 2)}\n`);
+    const width = Math.max(2, ...workflows.map((w) => w.id.length));
+    for (const w of workflows) {
+      process.stdout.write(
+        `${w.id.padEnd(width)}  ${w.version.padEnd(8)} ${w.category.padEnd(14)} ${w.name}\n`,
+      );
+    }
+    for (const b of broken) {
+      process.stdout.write(
+        `broken: ${b.file}${b.id ? ` (${b.id})` : ''}\n${b.violations.map((v) => printViolation(v)).join('\n')}\n`,
+      );
+    }
     return 0;
-  }
-  const width = Math.max(2, ...workflows.map((w) => w.id.length));
-  for (const w of workflows) {
-    process.stdout.write(
-      `${w.id.padEnd(width)}  ${w.version.padEnd(8)} ${w.category.padEnd(14)} ${w.name}\n`,
-    );
-  }
-  for (const b of broken) {
-    process.stdout.write(
-      `broken: ${b.file}${b.id ? ` (${b.id})` : ''}\n${b.violations.map((v) => printViolation(v)).join('\n')}\n`,
-    );
-  }
-  return 0;
+  });
 }
 
 async function sources(options: ConfigOptions): Promise<number> {
-  const config = loadConfig(options);
-  const registry = await loadRegistry(config, await serverPolicy(config));
-  process.stdout.write('Sources, lowest precedence first:\n');
-  for (const s of config.sources) {
-    process.stdout.write(`  ${s.kind.padEnd(8)} ${s.dir}${existsSync(s.dir) ? '' : '  (missing)'}\n`);
-  }
-  process.stdout.write(`Runtime (writable) dir: ${config.runtimeDir}\n\nWorkflows:\n`);
-  for (const entry of registry.entries()) {
-    const id = entry.status === 'valid' ? entry.workflow.id : (entry.id ?? basename(entry.file));
-    process.stdout.write(
-      `  ${id}  ${entry.source}  ${entry.file}${entry.status === 'broken' ? '  (broken)' : ''}\n`,
-    );
-  }
-  return 0;
+  return withApp(options, async (app) => {
+    const { registry } = app.services;
+    await registry.ready();
+    process.stdout.write('Sources, lowest precedence first:\n');
+    for (const s of registry.sources) {
+      // The database's source is no directory (it is the store's `workflow` documents).
+      const missing = s.kind !== 'database' && !existsSync(s.dir);
+      process.stdout.write(`  ${s.kind.padEnd(8)} ${s.dir}${missing ? '  (missing)' : ''}\n`);
+    }
+    process.stdout.write(`Runtime (writable) dir: ${app.config.runtimeDir}\n\nWorkflows:\n`);
+    for (const entry of registry.entries()) {
+      const id = entry.status === 'valid' ? entry.workflow.id : (entry.id ?? basename(entry.file));
+      process.stdout.write(
+        `  ${id}  ${entry.source}  ${entry.file}${entry.status === 'broken' ? '  (broken)' : ''}\n`,
+      );
+    }
+    return 0;
+  });
 }
 
 function init(): number {
@@ -302,25 +315,18 @@ async function dashboard(options: ConfigOptions, flags: Flags): Promise<number> 
   if (config.databaseUrl === undefined) refuseDamagedFile(join(config.dataDir, DATABASE_FILE));
   const app = createApp(config);
   app.warmUp();
-  // The app's store creates and migrates the store (and takes the actions); pages read beside it.
+  // The app's service creates and migrates the store (and takes the actions), here, so that a store
+  // that cannot be opened stops the command at start; pages read beside it (services.readQueries: a
+  // read-only connection with SQLite, opened with the first page; the service's with PostgreSQL).
   await app.services.executions();
-  const [{ createDashboard, serveDashboard }, { openReadOnlyQueries }] = await Promise.all([
-    import('../dashboard/dashboard.js'),
-    import('../dashboard/read-only.js'),
-  ]);
-  // With PostgreSQL, pages read through the app's own store, whose LISTEN/NOTIFY makes them live.
-  const reader = config.databaseUrl === undefined ? await openReadOnlyQueries(config.dataDir) : undefined;
-  const running = await serveDashboard(
-    createDashboard(app, reader ? { queries: async () => reader.queries } : {}),
-    port,
-  );
+  const { createDashboard, serveDashboard } = await import('../dashboard/dashboard.js');
+  const running = await serveDashboard(createDashboard(app, { queries: app.services.readQueries }), port);
   process.stdout.write(`workflowlookup dashboard: ${running.url} (Ctrl-C to stop)\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
   await running.close();
-  await reader?.close();
   await app.close();
   return 0;
 }
@@ -344,8 +350,14 @@ function signingSecretOf(store: { config: Config; dataDir?: string }): SigningSe
 }
 
 async function migrateCommand(options: ConfigOptions, flags: Flags): Promise<number> {
-  const { migrate } = await import('../store/open-store.js');
-  const version = await migrate(storeTarget(options, flags).target);
+  // Opening a store brings its schema up to date (and refuses one a newer version wrote).
+  const store = await openStoreAt(storeTarget(options, flags).target);
+  let version: number;
+  try {
+    version = await store.schemaVersion();
+  } finally {
+    await store.close();
+  }
   process.stdout.write(`schema version ${version}\n`);
   return 0;
 }
@@ -359,12 +371,9 @@ async function exportCommand(options: ConfigOptions, flags: Flags): Promise<numb
       `export: no execution store in ${source.dataDir} (${DATABASE_FILE} is missing); name a server's data dir or a postgres:// URL with --store`,
     );
   }
-  const [{ openExecutionStore }, { exportExecutions, exportHeader }] = await Promise.all([
-    import('../store/open-store.js'),
-    import('../store/transfer.js'),
-  ]);
+  const { exportExecutions, exportHeader } = await import('../store/transfer.js');
   const signing = signingSecretOf(source);
-  const store = await openExecutionStore(source.target);
+  const store = await openStoreAt(source.target);
   const out = flags.out ? createWriteStream(flags.out, { mode: 0o600 }) : process.stdout;
   let count = 0;
   try {
@@ -428,8 +437,7 @@ async function importCommand(rest: string[], options: ConfigOptions, flags: Flag
     if (!info.isFile())
       throw new ConfigError(`import: ${file} is not a file; name the file that export wrote`);
   }
-  const [{ openExecutionStore }, { importExecutions, isExportHeader, ExportHeaderSchema }] =
-    await Promise.all([import('../store/open-store.js'), import('../store/transfer.js')]);
+  const { importExecutions, isExportHeader, ExportHeaderSchema } = await import('../store/transfer.js');
   const lines = createInterface({
     input: file === '-' ? process.stdin : createReadStream(file),
     crlfDelay: Infinity,
@@ -467,7 +475,7 @@ async function importCommand(rest: string[], options: ConfigOptions, flags: Flag
     if (first !== undefined && header === undefined) yield first.value;
     for (let next = await nextValue(); next !== undefined; next = await nextValue()) yield next.value;
   }
-  const store = await openExecutionStore(target.target);
+  const store = await openStoreAt(target.target);
   try {
     const report = await importExecutions(store, bundles());
     process.stdout.write(

@@ -8,6 +8,7 @@ import { validationWorkerUrl } from '../../test/helpers/validation-worker.js';
 import { type App, createApp } from '../app.js';
 import { loadConfig } from '../config.js';
 import { createDashboard, type Dashboard } from './dashboard.js';
+import { ANONYMOUS } from './viewer.js';
 
 // The dashboard mounted the way `serve --http` mounts it: under a path, behind authentication that
 // names the principal of each request (here a test header stands in for the transport's auth).
@@ -68,15 +69,12 @@ beforeAll(async () => {
     const outcome = await service.start({ workflow_id: 'durable-demo' }, { principal });
     ids[principal] = outcome.kind === 'step' ? outcome.execution_id : '';
   }
-  dashboard = createDashboard(app, {
-    basePath: '/dashboard',
-    viewer: (req) => {
-      const who = req.headers['x-test-principal'];
-      return typeof who === 'string' ? { principal: who, allPrincipals: false } : undefined;
-    },
-  });
+  dashboard = createDashboard(app, { basePath: '/dashboard' });
   server = createServer((req, res) => {
-    if (req.url?.startsWith('/dashboard')) dashboard.handle(req, res);
+    // The mounting transport's part: who asks, passed with the request (nobody without the header).
+    const who = req.headers['x-test-principal'];
+    const viewer = typeof who === 'string' ? { principal: who, allPrincipals: false } : ANONYMOUS;
+    if (req.url?.startsWith('/dashboard')) dashboard.handle(req, res, viewer);
     else res.writeHead(404).end();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -158,6 +156,46 @@ describe('dashboard mounted behind authentication', () => {
       owner.close();
       local.closeAllConnections();
       await new Promise((r) => local.close(r));
+    }
+  });
+
+  it('builds the one-execution page from its read model alone: one executionPage call, nothing else', async () => {
+    const service = await app.services.executions();
+    const calls: string[] = [];
+    // Every method of the read side the page calls is recorded (the live stream is not opened here).
+    const counted = new Proxy(service.queries, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          calls.push(String(name));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const reading = createDashboard(app, { basePath: '/dashboard', queries: async () => counted });
+    const srv = createServer((req, res) =>
+      reading.handle(req, res, { principal: 'alice', allPrincipals: false }),
+    );
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const page = await new Promise<{ status: number; body: string }>((resolve) => {
+      const path = `/dashboard/executions/${ids.alice}`;
+      request({ host: '127.0.0.1', port: (srv.address() as AddressInfo).port, path }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      }).end();
+    });
+    try {
+      expect(page.status).toBe(200);
+      expect(page.body).toContain(ids.alice);
+      expect(calls).toEqual(['executionPage']);
+    } finally {
+      reading.close();
+      srv.closeAllConnections();
+      await new Promise((r) => srv.close(r));
     }
   });
 

@@ -10,26 +10,15 @@ import { OAuthError } from '@modelcontextprotocol/server';
 import type { App } from '../app.js';
 import { loadTokenSecret } from '../executions/tokens.js';
 import type { Mount, MountContext } from '../transports/http.js';
-import {
-  createDashboard,
-  type DashboardOptions,
-  HttpError,
-  readForm,
-  refuseCrossSite,
-  SECURITY_HEADERS,
-  sendHtml,
-} from './dashboard.js';
-import {
-  continuePage,
-  errorPage,
-  loginPage,
-  may,
-  type PageContext,
-  SESSION_HOURS,
-  signOutPage,
-  type Viewer,
-} from './pages.js';
+import { createDashboard, type DashboardOptions } from './dashboard.js';
+import { continuePage } from './pages/continue-page.js';
+import { errorPage } from './pages/error-page.js';
+import { loginPage, SESSION_HOURS } from './pages/login-page.js';
+import type { PageContext } from './pages/page-kit.js';
+import { signOutPage } from './pages/sign-out-page.js';
 import { Redactor } from './redact.js';
+import { HttpError, readForm, redirect, refuseCrossSite, sendHtml } from './responses.js';
+import { ANONYMOUS, may, type Viewer } from './viewer.js';
 
 export const DASHBOARD_PATH = '/dashboard';
 export const SESSION_COOKIE = 'wl_dashboard';
@@ -158,19 +147,13 @@ export function dashboardMount(
   app: App,
   options: Pick<DashboardOptions, 'live' | 'assetsDir'> = {},
 ): DashboardMount {
-  const viewers = new WeakMap<IncomingMessage, Viewer>();
-  const dashboard = createDashboard(app, {
-    ...options,
-    basePath: DASHBOARD_PATH,
-    viewer: (req) => viewers.get(req),
-  });
+  const dashboard = createDashboard(app, { ...options, basePath: DASHBOARD_PATH });
   let cookies: SessionCookies | undefined;
   const sessions = () => {
     cookies ??= new SessionCookies(loadTokenSecret(app.config.dataDir, app.config.tokenSecret));
     return cookies;
   };
-  const anonymous: Viewer = { principal: '', allPrincipals: false, scopes: [] };
-  const pageContext = (viewer: Viewer = anonymous): PageContext => ({
+  const pageContext = (viewer: Viewer = ANONYMOUS): PageContext => ({
     base: DASHBOARD_PATH,
     viewer,
     // These pages show no data: nothing to redact, no diagram to draw.
@@ -180,16 +163,6 @@ export function dashboardMount(
 
   const cookie = (value: string, maxAgeSeconds: number, secure: boolean) =>
     `${SESSION_COOKIE}=${value}; Path=${DASHBOARD_PATH}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
-  const redirect = (res: ServerResponse, location: string, setCookie?: string) => {
-    res
-      .writeHead(303, {
-        location,
-        'cache-control': 'no-store',
-        ...SECURITY_HEADERS,
-        ...(setCookie !== undefined ? { 'set-cookie': setCookie } : {}),
-      })
-      .end();
-  };
 
   /** The session of a request's cookie; `stale` when it carried one that no longer works (to clear it). */
   const sessionOf = (req: IncomingMessage, context: MountContext): { session?: Session; stale: boolean } => {
@@ -245,7 +218,16 @@ export function dashboardMount(
     redirect(res, next, cookie(value, Math.floor((expiresAt - now) / 1000), secure));
   }
 
-  async function guard(req: IncomingMessage, res: ServerResponse, context: MountContext): Promise<void> {
+  /**
+   * Works out who asks (`asking.viewer`, which the error page of a failed request names), signs in and
+   * out, and hands every other request to the dashboard with its viewer.
+   */
+  async function guard(
+    req: IncomingMessage,
+    res: ServerResponse,
+    context: MountContext,
+    asking: { viewer?: Viewer | undefined },
+  ): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://dashboard.invalid');
     const page = url.pathname.slice(DASHBOARD_PATH.length);
     const method = req.method ?? 'GET';
@@ -335,14 +317,16 @@ export function dashboardMount(
     if (viewer !== undefined && !may(viewer, 'read')) {
       throw new HttpError(403, 'The dashboard needs the read scope, which your token does not grant.');
     }
-    if (viewer !== undefined) viewers.set(req, viewer);
-    dashboard.handle(req, res);
+    asking.viewer = viewer;
+    // Without a viewer only the assets get here (they hold no data); the dashboard refuses anything else.
+    dashboard.handle(req, res, viewer ?? ANONYMOUS);
   }
 
   return {
     sessions,
     handle(req, res, context) {
-      return guard(req, res, context).catch((error: unknown) => {
+      const asking: { viewer?: Viewer | undefined } = {};
+      return guard(req, res, context, asking).catch((error: unknown) => {
         const status = error instanceof HttpError ? error.status : 500;
         if (status === 500)
           app.log(`dashboard: ${req.method} ${req.url}: ${(error as Error)?.stack ?? error}`);
@@ -353,7 +337,7 @@ export function dashboardMount(
         const message =
           status === 500 ? 'Something went wrong; the server log has the details.' : (error as Error).message;
         // A request body left unread would stall the connection: answer and close it.
-        sendHtml(res, status, errorPage(pageContext(viewers.get(req)), status, message), {
+        sendHtml(res, status, errorPage(pageContext(asking.viewer), status, message), {
           connection: 'close',
           ...(status === 405 ? { allow: 'GET, HEAD, POST' } : {}),
         });

@@ -8,6 +8,11 @@ export function isPostgresUrl(target: string): boolean {
 export interface OpenOptions {
   /** Where pool problems between calls are reported (PostgreSQL). */
   log?: (line: string) => void;
+  /**
+   * SQLite only: a read-only connection to a store that already exists and is migrated (the standalone
+   * dashboard's pages read through one, so they never take the write lock the servers need).
+   */
+  readOnly?: boolean;
 }
 
 /**
@@ -21,7 +26,7 @@ export async function openExecutionStore(target: string, options: OpenOptions = 
     return openPostgresStore(target, options.log ? { log: options.log } : {});
   }
   const { SqliteExecutionStore } = await import('./sqlite/sqlite-store.js');
-  return new SqliteExecutionStore(target);
+  return new SqliteExecutionStore(target, options.readOnly ? { readOnly: true } : {});
 }
 
 /**

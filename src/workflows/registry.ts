@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { fail } from '../engine/errors.js';
 import { didYouMean, nearestNames } from '../engine/nearest.js';
-import { ValidationEngine } from '../engine/validation-engine.js';
+import type { ValidationEngine } from '../engine/validation-engine.js';
 import { expandTemplateCalls, routineIdsOf } from '../engine/workrail.js';
 import type { Violation } from '../model/violation.js';
 import { DEFAULT_CATEGORY, type Workflow } from '../model/workflow.js';
@@ -96,8 +96,11 @@ interface CachedFile extends FileStamp {
 export interface RegistryOptions {
   /** Watch the sources for changes once the first load completes. */
   watch?: boolean;
-  /** The regex and JSON Schema engine the `strict` check needs (default: a new one). */
-  engine?: ValidationEngine;
+  /**
+   * The regex and JSON Schema engine the `strict` check needs: the app's one engine (src/app.ts), so
+   * that every registry checks with the same worker and limits.
+   */
+  engine: ValidationEngine;
   /** WORKFLOWLOOKUP_ALLOWED_ENV: the env names definitions may read (default none). */
   allowedEnv?: ReadonlySet<string>;
   /** Checked definitions kept across restarts (files only), so unchanged files are not checked again. */
@@ -140,9 +143,9 @@ export class WorkflowRegistry {
   /** With `watch`, the sources are watched for changes as soon as the first load completes. */
   constructor(
     readonly sources: readonly WorkflowSource[],
-    private readonly options: RegistryOptions = {},
+    private readonly options: RegistryOptions,
   ) {
-    this.engine = options.engine ?? new ValidationEngine();
+    this.engine = options.engine;
     this.allowedEnv = options.allowedEnv ?? new Set();
   }
 

@@ -1,0 +1,142 @@
+import { spawnSync } from 'node:child_process';
+import { cpSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createTestDatabase,
+  findTestServer,
+  skipNotice,
+  type TestDatabase,
+} from '../src/store/postgres/test-database.js';
+import { inProcessClient } from './helpers/in-process.js';
+import { CLI, callTool, FIXTURES, type Sandbox, sandbox } from './helpers/server.js';
+
+// One composition root (src/app.ts): the CLI reads the workflows through the app the server builds, so
+// `workflowlookup list --json` answers what workflow_list answers in every store mode, the database's
+// workflows included when the store is PostgreSQL.
+
+type Json = Record<string, any>;
+
+const pgServer = await findTestServer();
+if (pgServer.url === undefined) process.stderr.write(skipNotice('CLI on PostgreSQL suite', pgServer.why));
+
+let sb: Sandbox | undefined;
+let db: TestDatabase | undefined;
+const closers: (() => Promise<void>)[] = [];
+beforeAll(async () => {
+  if (pgServer.url !== undefined) db = await createTestDatabase(pgServer.url);
+});
+afterAll(async () => {
+  await db?.drop();
+});
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+  sb?.cleanup();
+  sb = undefined;
+});
+
+function cli(box: Sandbox, args: string[], env: Record<string, string> = {}) {
+  const res = spawnSync(process.execPath, [CLI, ...args], {
+    env: { ...box.env, ...env },
+    cwd: box.project,
+    encoding: 'utf8',
+  });
+  return { code: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+/** workflow_list through the real protocol, on the app the server builds (in-process). */
+async function workflowList(box: Sandbox, env: Record<string, string> = {}): Promise<Json> {
+  const { client, close } = await inProcessClient(box, env);
+  closers.push(close);
+  return callTool(client, 'workflow_list', {});
+}
+
+const manifest = (id: string) =>
+  [
+    `id: ${id}`,
+    `name: ${id}`,
+    'description: A workflow saved in the database',
+    'version: 1.0.0',
+    'steps:',
+    '  - { id: design, title: Design, prompt: Design it. }',
+    '',
+  ].join('\n');
+
+describe('the CLI reads the workflows the server serves', () => {
+  it('with SQLite, list --json equals workflow_list (readiness marks and broken files included)', async () => {
+    sb = sandbox();
+    cpSync(join(FIXTURES, 'valid'), sb.runtime, { recursive: true });
+    // A broken file and a workflow whose command step needs a catalog nobody imported (ready: false).
+    writeFileSync(join(sb.runtime, 'broken.yaml'), 'id: broken\nname: [unclosed\n');
+    writeFileSync(
+      join(sb.runtime, 'needs-catalog.yaml'),
+      [
+        'id: needs-catalog',
+        'name: Needs a catalog',
+        'description: Calls an API no catalog describes yet',
+        'version: 1.0.0',
+        'requires: { catalogs: [nowhere] }',
+        'steps:',
+        '  - { id: call, title: Call, prompt: Call the API. }',
+        '',
+      ].join('\n'),
+    );
+    const listed = await workflowList(sb);
+    const printed = cli(sb, ['list', '--json']);
+    expect(printed.code, printed.stderr).toBe(0);
+    const json = JSON.parse(printed.stdout) as Json;
+    expect({ workflows: json.workflows, broken: json.broken }).toEqual({
+      workflows: listed.workflows,
+      broken: listed.broken,
+    });
+    expect(json.broken.map((b: Json) => b.file)).toContain(join(sb.runtime, 'broken.yaml'));
+    expect(json.workflows.find((w: Json) => w.id === 'needs-catalog')).toMatchObject({ ready: false });
+  });
+});
+
+describe('the CLI when the PostgreSQL store cannot be reached', () => {
+  it('lists what the server lists (the files), and says on stderr why the database is left out, without the password', async () => {
+    sb = sandbox();
+    // Port 1 refuses connections: the database's workflows are unavailable, the files' are not.
+    const env = { WORKFLOWLOOKUP_DATABASE_URL: 'postgres://postgres:hunter2-secret@127.0.0.1:1/nowhere' };
+    const listed = await workflowList(sb, env);
+    const printed = cli(sb, ['list', '--json'], env);
+    expect(printed.code, printed.stderr).toBe(0);
+    const json = JSON.parse(printed.stdout) as Json;
+    expect({ workflows: json.workflows, broken: json.broken }).toEqual({
+      workflows: listed.workflows,
+      broken: listed.broken,
+    });
+    expect(json.workflows.length).toBeGreaterThanOrEqual(7);
+    expect(printed.stderr).toContain('cannot connect to PostgreSQL at 127.0.0.1:1');
+    expect(printed.stderr).not.toContain('hunter2-secret');
+  });
+});
+
+describe.skipIf(pgServer.url === undefined)('the CLI on a PostgreSQL store', () => {
+  it('list --json equals workflow_list, the workflow saved in the database included; sources names it', async () => {
+    sb = sandbox({ WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false' });
+    const { url } = await (db as TestDatabase).schema();
+    const env = { WORKFLOWLOOKUP_DATABASE_URL: url };
+    const { client, close } = await inProcessClient(sb, env);
+    closers.push(close);
+    const saved = await callTool(client, 'workflow_save', { content: manifest('saved-in-db') });
+    expect(saved.error).toBeUndefined();
+    const listed = await callTool(client, 'workflow_list', {});
+    expect((listed.workflows as Json[]).map((w) => w.id)).toContain('saved-in-db');
+
+    const printed = cli(sb, ['list', '--json'], env);
+    expect(printed.code, printed.stderr).toBe(0);
+    const json = JSON.parse(printed.stdout) as Json;
+    expect({ workflows: json.workflows, broken: json.broken }).toEqual({
+      workflows: listed.workflows,
+      broken: listed.broken,
+    });
+    expect(cli(sb, ['list'], env).stdout).toMatch(/^saved-in-db\s/m);
+
+    const sources = cli(sb, ['sources'], env);
+    expect(sources.code, sources.stderr).toBe(0);
+    expect(sources.stdout).toMatch(/database\s+\S+#workflows\n/);
+    expect(sources.stdout).toMatch(/saved-in-db\s+database/);
+  });
+});
