@@ -8,7 +8,7 @@
 // [--steps 60] [--baseline /path/to/other/dist/cli.js]` after `npm run build` (--baseline measures
 // another build's transports in the same rounds, for before/after).
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { LineServer, loopWorkflow, ROOT, round, startHttpServer } from '../lib.mjs';
@@ -21,6 +21,15 @@ const ENVELOPE = {
   'io.modelcontextprotocol/clientCapabilities': {},
 };
 const SESSION_VERSION = '2025-11-25';
+
+/**
+ * CPU time (user + system, ms) a process has used: the server's cost per step, which a loaded machine
+ * stretches far less than it stretches latencies (10 ms resolution; divided over hundreds of steps).
+ */
+function cpuMsOf(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
 
 /** The JSON-RPC answer of an HTTP response, whether JSON or an SSE stream (its last data line). */
 async function answerOf(res) {
@@ -126,7 +135,7 @@ async function startTarget(kind, cli, env) {
         if (m) resolve(m[1]);
       });
     });
-    return { open: () => clients.echo(url), stop: () => child.kill('SIGTERM') };
+    return { pid: child.pid, open: () => clients.echo(url), stop: () => child.kill('SIGTERM') };
   }
   if (kind === 'stdio') {
     const server = new LineServer(cli, env);
@@ -141,10 +150,10 @@ async function startTarget(kind, cli, env) {
       },
       close: async () => undefined,
     };
-    return { open: async () => client, stop: () => server.stop() };
+    return { pid: server.child.pid, open: async () => client, stop: () => server.stop() };
   }
   const http = await startHttpServer(cli, env);
-  return { open: () => clients[kind](http.url), stop: () => http.stop() };
+  return { pid: http.pid, open: () => clients[kind](http.url), stop: () => http.stop() };
 }
 
 /** `n` clients of `target`, each starting an execution and advancing it `steps` times. */
@@ -209,7 +218,9 @@ export async function run(ctx) {
       const target = await startTarget(kind, cli, env(name.replace(/\W+/g, '-')));
       started.push(target);
       await load(target, 1, 20, kind === 'echo'); // warm-up
-      samples[name] = Object.fromEntries(CLIENTS.map((c) => [c, { latencies: [], ms: 0, steps: 0 }]));
+      samples[name] = Object.fromEntries(
+        CLIENTS.map((c) => [c, { latencies: [], ms: 0, steps: 0, cpuMs: 0 }]),
+      );
     }
     for (let r = 0; r < rounds; r++) {
       for (const clientsN of CLIENTS) {
@@ -219,8 +230,10 @@ export async function run(ctx) {
           const target = started[targets.findIndex((t) => t[0] === name)];
           ctx.progress?.(`round ${r + 1}/${rounds}: ${name}, ${clientsN} clients`);
           const perClient = Math.max(2, Math.ceil(steps / Math.sqrt(clientsN)));
+          const cpuBefore = cpuMsOf(target.pid);
           const { latencies, ms } = await load(target, clientsN, perClient, kind === 'echo');
           const s = samples[name][clientsN];
+          s.cpuMs += cpuMsOf(target.pid) - cpuBefore;
           s.latencies.push(...latencies);
           s.ms += ms;
           s.steps += latencies.length;
@@ -240,6 +253,9 @@ export async function run(ctx) {
           {
             p50Ms: round(sorted[Math.floor(sorted.length / 2)]),
             perSecond: Math.round(s.steps / (s.ms / 1000)),
+            // The server's CPU per step (the clients' own work is outside it): what a loaded machine
+            // stretches far less than latencies.
+            cpuMsPerStep: round(s.cpuMs / s.steps),
             steps: s.steps,
           },
         ];
@@ -263,8 +279,9 @@ export function report(result) {
       stdio && !name.startsWith('stdio')
         ? ` (${Math.round((r[c].perSecond / stdio[c].perSecond) * 100)} % of stdio)`
         : '';
+    const cpu = round((r[1].cpuMsPerStep + r[10].cpuMsPerStep + r[50].cpuMsPerStep) / 3);
     lines.push(
-      `  ${name.padEnd(20)} p50 ${String(r[1].p50Ms).padStart(6)} ms${name === 'echo' ? '' : ` (+${over} ms over echo)`}  10 clients ${String(r[10].perSecond).padStart(5)}/s${share(10)}  50 clients ${String(r[50].perSecond).padStart(5)}/s${share(50)}`,
+      `  ${name.padEnd(20)} p50 ${String(r[1].p50Ms).padStart(6)} ms${name === 'echo' ? '' : ` (+${over} ms over echo)`}  10 clients ${String(r[10].perSecond).padStart(5)}/s${share(10)}  50 clients ${String(r[50].perSecond).padStart(5)}/s${share(50)}  server CPU ${cpu} ms/step`,
     );
   }
   return lines;
