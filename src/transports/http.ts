@@ -103,9 +103,11 @@ interface Pooled {
   /** The rules of the exchange it serves now. */
   rules: ProtocolRules | undefined;
 }
-/** Idle stateless servers kept, per principal and in principals (the least recent go first). */
-const IDLE_PER_PRINCIPAL = 16;
-const IDLE_PRINCIPALS = 256;
+/**
+ * Idle stateless servers kept, over every principal: about 80 KB each (measured), so 8 MB at most; as
+ * many clients of one principal as that run at once without building one.
+ */
+const IDLE_SERVERS = 100;
 
 type Req = IncomingMessage & { auth?: AuthInfo };
 const like = (req: Req) => req as unknown as NodeIncomingMessageLike;
@@ -235,17 +237,24 @@ export async function startHttp(
   // principal (the profile is the app's): a request takes an idle one or builds one, and the end of
   // its exchange (the SDK closes the server with it) gives it back.
   const idle = new Map<string, Pooled[]>();
+  let idleCount = 0;
   const release = (pooled: Pooled) => {
     // A request still running (its client went away) keeps its server: it could still send on it.
     if (closing || pooled.rules?.busy) return;
     pooled.rules = undefined;
-    let list = idle.get(pooled.principal);
-    if (list === undefined) {
-      if (idle.size >= IDLE_PRINCIPALS) idle.delete(idle.keys().next().value as string);
-      list = [];
-      idle.set(pooled.principal, list);
+    if (idleCount >= IDLE_SERVERS) {
+      // Full: the principal that waited longest gives one up.
+      const [oldest, servers] = idle.entries().next().value as [string, Pooled[]];
+      servers.pop();
+      idleCount--;
+      if (servers.length === 0) idle.delete(oldest);
     }
-    if (list.length < IDLE_PER_PRINCIPAL) list.push(pooled);
+    const list = idle.get(pooled.principal) ?? [];
+    // The most recent principal last: the first to give one up is the one idle the longest.
+    idle.delete(pooled.principal);
+    idle.set(pooled.principal, list);
+    list.push(pooled);
+    idleCount++;
   };
   const build = (principal: string): Pooled => {
     const tools = app.toolSwitch();
@@ -270,7 +279,12 @@ export async function startHttp(
     return pooled;
   };
   const acquire = (principal: string): McpServer => {
-    const pooled = idle.get(principal)?.pop() ?? build(principal);
+    const list = idle.get(principal);
+    const kept = list?.pop();
+    if (kept !== undefined) idleCount--;
+    // Only principals with idle servers are kept: the one to give one up always has one.
+    if (list?.length === 0) idle.delete(principal);
+    const pooled = kept ?? build(principal);
     // What one request listed or told the server about its client must not carry over to the next:
     // the SDK seeds the client's identity from each request's envelope, but leaves what one omits.
     pooled.tools.reset();
@@ -607,6 +621,7 @@ export async function startHttp(
       }
       await modern.close();
       idle.clear();
+      idleCount = 0;
       await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
       sessions.clear();
       http.closeIdleConnections();
