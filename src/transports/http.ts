@@ -271,6 +271,9 @@ export async function startHttp(
       pooled.rules = rules;
       return connect(rules);
     };
+    // After its first exchange the app no longer counts the server among its connected ones (for
+    // list-changed notifications): nothing is lost, the SDK's per-request transport drops notifications
+    // that belong to no request, and 2026-07-28 listeners hear of changes through `modern.notify`.
     const previous = server.server.onclose;
     server.server.onclose = () => {
       previous?.();
