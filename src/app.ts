@@ -99,23 +99,6 @@ export interface AppOptions {
 /** Checked workflow definitions, in the data dir (an optimisation only: deleting it is always safe). */
 export const DEFINITION_CACHE_FILE = 'definition-cache.json';
 
-/**
- * The tools `tools/list` shows by default: seed 001's four (list, get, next, validate: the seeds'
- * contract), seed 004's durable run (start, next_step, and resume after a context reset) and the way to
- * the other groups. The rest (authoring, execution admin, catalogs, tasks) stay callable and are listed
- * through workflow_tools.
- */
-export const CORE_TOOLS: readonly string[] = [
-  'workflow_list',
-  'workflow_get',
-  'workflow_next',
-  'workflow_validate',
-  'workflow_start',
-  'workflow_next_step',
-  'workflow_resume',
-  'workflow_tools',
-];
-
 export interface ServerOptions {
   /** Which tool groups this connection lists (default: a new switch with the configured groups). */
   tools?: ToolSwitch;
@@ -522,7 +505,7 @@ export function buildProtocol(config: Config, parts: ProtocolParts) {
     ['tasks', [...runFace.filter((t) => !purge.includes(t)), ...orchestrationTools(runServices)]],
   ];
   const faceTools = faces.flatMap(([group, tools]) =>
-    tools.map((t) => ({ ...t, groups: CORE_TOOLS.includes(t.name) ? [group, 'core'] : [group] })),
+    tools.map((t) => ({ ...t, groups: t.core ? [group, 'core'] : [group] })),
   );
   const describeTools = (names: readonly string[]) =>
     faceTools

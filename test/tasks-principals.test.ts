@@ -1,13 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { InMemoryTransport, type JSONRPCMessage, type McpServer } from '@modelcontextprotocol/server';
+import { InMemoryTransport, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type App, createApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
-import { directCalls } from '../src/protocol/mcp-server.js';
-import { ProtocolRules } from '../src/protocol/rules.js';
 import { channelOf } from '../src/protocol/transport-channel.js';
-import { toolAliases } from '../src/transports/stdio.js';
+import { connectProtocol } from '../src/transports/connect.js';
 import { type Sandbox, sandbox } from './helpers/server.js';
 import { validationWorkerUrl } from './helpers/validation-worker.js';
 
@@ -19,27 +17,14 @@ let app: App;
 /** One connection to the shared app, acting for `principal` (what an authenticating transport does). */
 async function connection(principal: string) {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  let server: McpServer | undefined;
-  const rules = new ProtocolRules({
-    channel: channelOf(serverSide),
-    directMethods: new Set(app.runner.tools.map((t) => t.name)),
-    aliases: toolAliases(app),
-    direct: directCalls({
-      runner: app.runner,
-      server: () => server,
-      caller: (call) => ({ principal, signal: call.signal, onNetworkWait: call.detach }),
-    }),
-    ordered: true,
-    requireInitialize: true,
-  });
+  const { rules, server } = connectProtocol(app, channelOf(serverSide), { kind: 'stream', principal });
   const answers = new Map<string, Json>();
   clientSide.onmessage = (message) => {
     const m = JSON.parse(JSON.stringify(message)) as Json;
     if (m.id !== undefined && m.method === undefined) answers.set(String(m.id), m);
   };
   await clientSide.start();
-  server = app.serverFactory({ principal, detach: (id) => rules.detach(id) });
-  await server.connect(rules);
+  await server().connect(rules);
   let n = 0;
   const rpc = async (method: string, params: Json = {}): Promise<Json> => {
     const id = `${principal}-${n++}`;

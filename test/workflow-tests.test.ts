@@ -7,7 +7,6 @@ import { type App, createApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { localCaller } from '../src/executions/execution-model.js';
 import type { SuiteResult, TestRun } from '../src/executions/workflow-tests.js';
-import { TOOL_SCOPES } from '../src/protocol/scopes.js';
 import { isDefinitionFile, isTestFile } from '../src/workflows/parse.js';
 import { httpClient } from './helpers/http-server.js';
 import { inProcessClient } from './helpers/in-process.js';
@@ -408,7 +407,7 @@ describe('workflow_test and the hint of workflow_validate_manifest, through MCP'
   it('is in the authoring group, read-only, with the scope read', async () => {
     const groups = (await call('workflow_tools', {})).groups as { group: string; tools: string[] }[];
     expect(groups.find((g) => g.group === 'authoring')?.tools).toContain('workflow_test');
-    expect(TOOL_SCOPES.get('workflow_test')).toBe('read');
+    expect(app.runner.tools.find((t) => t.name === 'workflow_test')?.scope).toBe('read');
     await call('workflow_tools', { enable: ['authoring'] });
     const listed = (await client.listTools()).tools.find((t) => t.name === 'workflow_test');
     expect(listed?.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });

@@ -16,6 +16,13 @@ export interface ToolCatalog {
 export function toolGroupsTool(catalog: ToolCatalog): ToolDefinition {
   return defineTool({
     name: 'workflow_tools',
+    instructions: {
+      rank: 80,
+      text: (listed) =>
+        listed('workflow_tools') ? 'workflow_tools lists the other tool groups and their tools.' : undefined,
+    },
+    scope: 'read',
+    core: true,
     title: 'Tool groups',
     description:
       'Lists the tool groups; enable lists more groups in tools/list and returns their definitions. Every tool is callable, listed or not.',

@@ -106,8 +106,26 @@ export interface TaskSupport<In> {
  */
 export interface ToolDefinition<In extends z.ZodType = z.ZodType, Out extends z.ZodType = z.ZodType> {
   name: string;
-  /** Tool groups it is listed in (set where the faces are composed). */
+  /**
+   * The OAuth scope a call needs on an authenticated server (stdio checks none). A tool that says
+   * nothing needs `admin`, the safe side; test/security-http.test.ts keeps every tool of the faces
+   * saying it.
+   */
+  scope?: ToolScope;
+  /**
+   * Listed by default (the `core` group): seed 001's four (list, get, next, validate: the seeds'
+   * contract), seed 004's durable run (start, next_step, and resume after a context reset) and the
+   * way to the other groups. The rest stay callable and are listed through workflow_tools.
+   */
+  core?: boolean;
+  /** Tool groups it is listed in (set where the faces are composed: its face, and `core`). */
   groups?: readonly string[];
+  /**
+   * What the server instructions say of the tool when a connection lists it: `text` is given whether
+   * a tool is listed (never name one the client cannot see) and answers undefined to say nothing;
+   * `rank` orders the sentences.
+   */
+  instructions?: ToolInstructions;
   /** Other names accepted on tools/call and as direct methods (the dotted names of seeds 003/004). */
   aliases?: readonly string[];
   /**
@@ -132,6 +150,15 @@ export interface ToolDefinition<In extends z.ZodType = z.ZodType, Out extends z.
   summarize?: (result: z.input<Out>) => string;
   /** Fields a failed call's structured result carries beside `error` (seed 004's error return). */
   errorFields?: (error: { code: number; message: string; data?: unknown }) => Record<string, unknown>;
+}
+
+/** The OAuth scopes of an authenticated server, each standing alone (see protocol/scopes.ts). */
+export type ToolScope = 'read' | 'run' | 'author' | 'admin';
+
+/** A tool's sentence in the server instructions (see ToolDefinition.instructions). */
+export interface ToolInstructions {
+  rank: number;
+  text: (listed: (name: string) => boolean) => string | undefined;
 }
 
 /** Keeps each tool's handler checked against its own schemas while collecting them in one list. */

@@ -30,6 +30,7 @@ import {
   toToolErrorResult,
 } from './error-mapping.js';
 import { DEFAULT_LIMITS, MAX_SUBSCRIBE_URI_CHARS, Quota } from './limits.js';
+import { principalOf } from './principal.js';
 import { flatVariables, ResourceIndex } from './resource-match.js';
 import type { DirectCall, DirectHandler } from './rules.js';
 import { hasScope, resourceScope } from './scopes.js';
@@ -39,40 +40,28 @@ import type { ToolSwitch } from './tool-switch.js';
 
 export const SERVER_NAME = 'workflowlookup';
 
+/** Where the sentence every connection gets sits among the tools' own (ToolDefinition.instructions). */
+const ANSWERS_RANK = 70;
+
 /**
- * The server instructions, for the tools this connection lists: never a tool the client cannot see
- * in tools/list (unlisted tools stay callable, and workflow_tools names them).
+ * The server instructions, for the tools this connection lists: each tool's own sentence (on its
+ * definition), never one naming a tool the client cannot see in tools/list (unlisted tools stay
+ * callable, and workflow_tools names them).
  */
-export function instructionsFor(tools: ToolSwitch): string {
-  const has = (...names: string[]) => names.every((n) => tools.listed(n));
-  const parts = ['workflowlookup keeps you on the rails of a multi-step workflow.'];
-  if (has('workflow_start', 'workflow_next_step')) {
-    parts.push(
-      `Choose one${has('workflow_list') ? ' with workflow_list' : ''}, begin it with workflow_start {workflow_id}, do what agent_content says and report it with the workflow_next_step call in the answer's next, filling in what its fill names (output.summary, the context variables later steps read).${has('workflow_resume') ? ' After a context reset, workflow_resume {execution_id} hands back the current step.' : ''}`,
-    );
-  }
-  if (has('workflow_next')) {
-    parts.push(
-      `Stateless guidance: workflow_next {workflowId, completedSteps, context} returns one step and, in next, the workflow_next call to send when it is done (fill names the context variables to add)${has('workflow_validate') ? ', and check a step output with workflow_validate' : ''}.`,
-    );
-  }
-  if (has('workflow_validate_manifest', 'workflow_save')) {
-    parts.push(
-      'To author a workflow, check it with workflow_validate_manifest {content}, then workflow_save {content}; the format is the resource workflowlookup://authoring/spec.',
-    );
-  }
-  if (has('workflow_resolve_inputs')) {
-    parts.push('workflow_resolve_inputs checks the inputs a workflow declares before a run.');
-  }
-  if (has('catalog_import_openapi')) {
-    parts.push('catalog_import_openapi turns an OpenAPI document into commands for command steps.');
-  }
-  if (has('workflow_run')) parts.push('workflow_run runs a workflow as an MCP task the server drives.');
-  parts.push(
-    "Answers of the execution, authoring and automation tools list in next the calls to make, ready to send (fill names what only you can supply); a failure's error.data.next is the call that fixes it.",
-  );
-  if (has('workflow_tools')) parts.push('workflow_tools lists the other tool groups and their tools.');
-  return parts.join(' ');
+export function instructionsFor(tools: ToolSwitch, definitions: readonly ToolDefinition[]): string {
+  const listed = (name: string) => tools.listed(name);
+  const sentences = [
+    ...definitions.flatMap((t) => (t.instructions ? [t.instructions] : [])),
+    {
+      rank: ANSWERS_RANK,
+      text: () =>
+        "Answers of the execution, authoring and automation tools list in next the calls to make, ready to send (fill names what only you can supply); a failure's error.data.next is the call that fixes it.",
+    },
+  ].sort((a, b) => a.rank - b.rank);
+  return [
+    'workflowlookup keeps you on the rails of a multi-step workflow.',
+    ...sentences.flatMap((s) => s.text(listed) ?? []),
+  ].join(' ');
 }
 
 export interface ToolRunner {
@@ -124,15 +113,28 @@ function schemaKeys(schema: z.ZodType): string[] {
  * re-validating a 1,000-entry list on every call was the largest cost of `workflow_list`.
  */
 function publishOnly(schema: z.ZodType, compact = false): StandardSchemaWithJSON {
+  const cache = compact ? publishedCompact : published;
+  const known = cache.get(schema);
+  if (known !== undefined) return known;
   const { jsonSchema } = (schema as unknown as StandardSchemaWithJSON)['~standard'];
   // tools/list repeats `$schema` in every input and output schema; 2020-12 is the MCP default anyway.
-  const lean =
-    (convert: (o: Parameters<typeof jsonSchema.input>[0]) => Record<string, unknown>) =>
-    (options: Parameters<typeof jsonSchema.input>[0]) => {
-      const { $schema: _drop, ...rest } = convert(options);
-      return (compact ? structureOnly(rest) : withoutNoise(rest)) as Record<string, unknown>;
+  // Converted once per schema and target, not once per server: a stateless HTTP request builds a
+  // server, and converting the schemas again (for tools/list, the Mcp-Param header scan, the result's
+  // projection) was a third of its cost. The SDK copies what it is given, never changes it.
+  const lean = (convert: (o: Parameters<typeof jsonSchema.input>[0]) => Record<string, unknown>) => {
+    const byTarget = new Map<string, Record<string, unknown>>();
+    return (options: Parameters<typeof jsonSchema.input>[0]) => {
+      const key = String(options?.target);
+      let json = byTarget.get(key);
+      if (json === undefined) {
+        const { $schema: _drop, ...rest } = convert(options);
+        json = (compact ? structureOnly(rest) : withoutNoise(rest)) as Record<string, unknown>;
+        byTarget.set(key, json);
+      }
+      return json;
     };
-  return {
+  };
+  const standard: StandardSchemaWithJSON = {
     '~standard': {
       version: 1,
       vendor: 'workflowlookup',
@@ -140,7 +142,13 @@ function publishOnly(schema: z.ZodType, compact = false): StandardSchemaWithJSON
       jsonSchema: { input: lean(jsonSchema.input), output: lean(jsonSchema.output) },
     },
   };
+  cache.set(schema, standard);
+  return standard;
 }
+
+/** The published form of each schema, built once (a tool's schemas live as long as the app). */
+const published = new WeakMap<z.ZodType, StandardSchemaWithJSON>();
+const publishedCompact = new WeakMap<z.ZodType, StandardSchemaWithJSON>();
 
 /**
  * A schema without what zod emits that says nothing: `propertyNames: {type: "string"}` (every JSON key
@@ -280,11 +288,9 @@ async function readResource(
  * server was built for (the local user on stdio).
  */
 function callerOf(ctx: ServerContext, parts: Pick<ServerParts, 'principal' | 'detach'>): Caller {
-  const auth = ctx.http?.authInfo;
-  const fromAuth = auth?.extra?.principal;
   const { detach } = parts;
   return {
-    principal: typeof fromAuth === 'string' ? fromAuth : parts.principal,
+    principal: principalOf(ctx.http?.authInfo, parts.principal),
     signal: ctx.mcpReq.signal,
     ...(detach ? { onNetworkWait: () => detach(ctx.mcpReq.id) } : {}),
   };
@@ -335,23 +341,37 @@ export function directCalls(options: {
   };
 }
 
-function registerPrompt(
-  server: McpServer,
+/** Each prompt's argument schema, built once (the app's prompts and completions outlive its servers). */
+const promptSchemas = new WeakMap<PromptDefinition, z.ZodObject<z.ZodRawShape>>();
+
+function promptArgs(
   prompt: PromptDefinition,
   workflowIds: (prefix: string) => Promise<string[]>,
-) {
+): z.ZodObject<z.ZodRawShape> {
+  const known = promptSchemas.get(prompt);
+  if (known !== undefined) return known;
   const shape: Record<string, z.ZodType> = {};
   for (const arg of prompt.args) {
     const base = z.string().describe(arg.description);
     const field = arg.completeWorkflowId ? completable(base, (value: string) => workflowIds(value)) : base;
     shape[arg.name] = arg.required ? field : field.optional();
   }
+  const schema = z.object(shape) as z.ZodObject<z.ZodRawShape>;
+  promptSchemas.set(prompt, schema);
+  return schema;
+}
+
+function registerPrompt(
+  server: McpServer,
+  prompt: PromptDefinition,
+  workflowIds: (prefix: string) => Promise<string[]>,
+) {
   server.registerPrompt(
     prompt.name,
     {
       title: prompt.title,
       description: prompt.description,
-      argsSchema: z.object(shape) as z.ZodObject<z.ZodRawShape>,
+      argsSchema: promptArgs(prompt, workflowIds),
     },
     async (args: Record<string, unknown>) => {
       try {
@@ -535,7 +555,7 @@ export function createMcpServer(parts: ServerParts): McpServer {
         prompts: { listChanged: parts.fixtures !== undefined },
         logging: {},
       },
-      instructions: instructionsFor(parts.tools),
+      instructions: instructionsFor(parts.tools, runner.tools),
     },
   );
   withoutPrototypes(server);

@@ -10,6 +10,7 @@ import {
   type TransportSendOptions,
 } from '@modelcontextprotocol/server';
 import { RpcCode, type RpcError } from './error-mapping.js';
+import { hasScope, type Scope, type ScopeTables, scopeFor } from './scopes.js';
 import { closest, didYouMean } from './suggest.js';
 
 /** Revisions negotiated through `initialize`. */
@@ -96,6 +97,12 @@ export interface RulesOptions {
   ordered: boolean;
   /** Refuse calls before `initialize` (stdio; an HTTP transport enforces its own sessions). */
   requireInitialize: boolean;
+  /**
+   * The transport checked every message with `inspect` before handing it over (HTTP answers a
+   * malformed one with a 400 of its own): only what depends on this connection (an id in use) is
+   * checked again, so a message is classified once.
+   */
+  checked?: boolean;
   /** Called after `shutdown` was answered, or when input ended and every request was answered. */
   onExit?: (reason: 'shutdown' | 'eof') => void;
   /** Called once, right after the first successful `initialize` answer was written. */
@@ -178,6 +185,11 @@ export class ProtocolRules implements Transport {
     await this.opts.channel.close();
   }
 
+  /** Whether a request is still unanswered (queued or being served). */
+  get busy(): boolean {
+    return this.pending.size > 0 || this.queue.length > 0;
+  }
+
   /** Lets the queue move on while request `id` waits on the network; its answer comes when ready. */
   detach(id: Id): void {
     const p = this.pending.get(id);
@@ -254,7 +266,8 @@ export class ProtocolRules implements Transport {
 
   /** Checks one inbound value; anything that is not a servable message is answered (or dropped) here. */
   private receive(value: unknown, extra?: MessageExtraInfo): void {
-    const verdict = classify(value, (id) => this.inUse(id));
+    const inUse = (id: Id) => this.inUse(id);
+    const verdict = this.opts.checked ? routed(value as Json, inUse) : classify(value, inUse);
     switch (verdict.kind) {
       case 'reply':
         this.enqueue({ kind: 'reply', msg: errorMessage(verdict.id, verdict.error) });
@@ -493,13 +506,54 @@ export function classify(value: unknown, inUse: (id: Id) => boolean = () => fals
       : { kind: 'drop' };
   }
   if (!isJSONRPCRequest(msg)) return invalid(echo, 'not a valid JSON-RPC request');
-  if (inUse(rawId as Id)) {
-    return invalid(
-      echo,
-      `id ${JSON.stringify(rawId)} is already in use by a request that is not answered yet`,
-    );
-  }
+  if (inUse(rawId as Id)) return idInUse(rawId as Id);
   return { kind: 'request', msg: msg as Json & { id: Id; method: string } };
+}
+
+/** Where a message `classify` passed already goes; only the id-in-use check depends on the connection. */
+function routed(msg: Json, inUse: (id: Id) => boolean): Verdict {
+  if (!('method' in msg)) return { kind: 'response', msg };
+  if (!('id' in msg)) return { kind: 'notification', msg: msg as Json & { method: string } };
+  const id = msg.id as Id;
+  if (inUse(id)) return idInUse(id);
+  return { kind: 'request', msg: msg as Json & { id: Id; method: string } };
+}
+
+const idInUse = (id: Id): Verdict => ({
+  kind: 'reply',
+  id,
+  error: {
+    code: RpcCode.InvalidRequest,
+    message: 'Invalid Request',
+    data: { details: `id ${JSON.stringify(id)} is already in use by a request that is not answered yet` },
+  },
+});
+
+/** What a transport that checks bodies itself (HTTP) does with one: answer it, drop it, or pass it on. */
+export type Inspection =
+  | { kind: 'reply'; id: Id | null; error: RpcError }
+  | { kind: 'drop' }
+  /** The caller's scopes do not cover the call: `needed` is the scope it takes. */
+  | { kind: 'forbidden'; needed: Scope }
+  | { kind: 'pass' };
+
+/**
+ * The checks every message of a body passes before an HTTP transport hands it to the SDK (and, with
+ * `checked`, to the rules): the same classification stdio makes, so a malformed message gets the
+ * same JSON-RPC error on both (`"params": null` becomes absent here too), then the scope its call
+ * needs, when the caller was authenticated with `granted` scopes.
+ */
+export function inspect(
+  body: unknown,
+  granted: readonly string[] | undefined,
+  tables: ScopeTables,
+): Inspection {
+  const verdict = classify(body);
+  if (verdict.kind === 'reply') return verdict;
+  if (verdict.kind === 'drop') return verdict;
+  if (granted === undefined) return { kind: 'pass' };
+  const needed = scopeFor(body, tables);
+  return hasScope(granted, needed) ? { kind: 'pass' } : { kind: 'forbidden', needed };
 }
 
 function invalidParams(details: string, didYouMean?: string[]): RpcError {

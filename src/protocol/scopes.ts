@@ -1,9 +1,11 @@
+import type { ToolDefinition, ToolScope } from '../faces/tool.js';
+
 /**
  * OAuth scopes of an authenticated server: what a principal may do. Stdio has one local user and
  * checks none of them.
  */
-export const SCOPES = ['read', 'run', 'author', 'admin'] as const;
-export type Scope = (typeof SCOPES)[number];
+export const SCOPES = ['read', 'run', 'author', 'admin'] as const satisfies readonly ToolScope[];
+export type Scope = ToolScope;
 
 export const SCOPE_DESCRIPTIONS: Readonly<Record<Scope, string>> = {
   read: 'list and read workflows, guidance, resources and prompts',
@@ -11,46 +13,6 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<Scope, string>> = {
   author: 'save, rename and delete workflows',
   admin: 'import and remove catalogs, purge history',
 };
-
-/**
- * The scope each tool needs. A tool missing here needs `admin` (a test keeps the table complete).
- * A Map: it is looked up with the client's text, where a plain object would answer `constructor`.
- */
-export const TOOL_SCOPES: ReadonlyMap<string, Scope> = new Map<string, Scope>([
-  ['workflow_list', 'read'],
-  ['workflow_get', 'read'],
-  ['workflow_next', 'read'],
-  ['workflow_validate', 'read'],
-  ['workflow_validate_manifest', 'read'],
-  // Runs a definition's tests in a scratch store of its own: nothing is saved, no execution is kept.
-  ['workflow_test', 'read'],
-  ['workflow_preview_inputs', 'read'],
-  ['workflow_resolve_inputs', 'read'],
-  ['workflow_preview_rendered', 'read'],
-  ['workflow_step_plan', 'read'],
-  ['command_list', 'read'],
-  ['provider_list', 'read'],
-  ['workflow_tools', 'read'],
-  ['workflow_start', 'run'],
-  ['workflow_next_step', 'run'],
-  ['workflow_set_state', 'run'],
-  ['workflow_resume', 'run'],
-  ['workflow_executions', 'run'],
-  ['workflow_run', 'run'],
-  ['workflow_execute', 'run'],
-  ['workflow_cancel', 'run'],
-  ['workflow_author_and_run', 'author'],
-  ['workflow_repair_and_rerun', 'author'],
-  ['workflow_save', 'author'],
-  ['workflow_rename', 'author'],
-  ['workflow_delete', 'author'],
-  ['catalog_validate_openapi', 'admin'],
-  ['catalog_preview_import', 'admin'],
-  ['catalog_import_openapi', 'admin'],
-  ['catalog_set_enabled', 'admin'],
-  ['catalog_remove', 'admin'],
-  ['workflow_purge_history', 'admin'],
-]);
 
 /**
  * The scope reading each resource (or template) needs, by resource name: what a principal's
@@ -79,14 +41,15 @@ export const RESOURCE_SCOPES: ReadonlyMap<string, Scope> = new Map<string, Scope
   ['execution_telemetry', 'run'],
 ]);
 
-export const toolScope = (name: string): Scope => TOOL_SCOPES.get(name) ?? 'admin';
+/** The scope a tool needs: its definition's, `admin` when it says nothing. */
+export const toolScope = (tool: Pick<ToolDefinition, 'scope'>): Scope => tool.scope ?? 'admin';
 export const resourceScope = (name: string): Scope => RESOURCE_SCOPES.get(name) ?? 'admin';
 
 type Json = Record<string, unknown>;
 
 export interface ScopeTables {
-  /** The tools' canonical names (callable as direct methods). */
-  tools: ReadonlySet<string>;
+  /** The tools by canonical name (callable as direct methods). A Map: looked up with the client's text. */
+  tools: ReadonlyMap<string, Pick<ToolDefinition, 'scope'>>;
   /** Alias → canonical tool. */
   aliases: ReadonlyMap<string, string>;
   /**
@@ -112,8 +75,8 @@ export function scopeFor(message: unknown, tables: ScopeTables): Scope {
   const { aliases } = tables;
   // An unknown tool runs nothing (the rules answer "unknown tool", with hints): `read` suffices.
   const tool = (name: string) => {
-    const canonical = aliases.get(name) ?? name;
-    return tables.tools.has(canonical) ? toolScope(canonical) : 'read';
+    const found = tables.tools.get(aliases.get(name) ?? name);
+    return found === undefined ? 'read' : toolScope(found);
   };
   if (method === 'tools/call') return typeof p.name === 'string' ? tool(p.name) : 'read';
   if (method === 'resources/read' || method === 'resources/subscribe') {

@@ -220,7 +220,14 @@ export interface TaskWiring {
   detach?: ((id: string | number) => void) | undefined;
 }
 
+// Built once: a stateless HTTP request installs these handlers on a server of its own.
 const TaskIdParams = z.looseObject({ taskId: z.string().min(1).max(200) });
+const ToolCallParams = z.looseObject({
+  name: z.string(),
+  arguments: z.record(z.string(), z.unknown()).optional(),
+  task: z.looseObject({ ttl: z.number().int().min(0).optional() }).optional(),
+});
+const ListParams = z.looseObject({ cursor: z.string().max(1000).optional() });
 
 /**
  * MCP tasks on one SDK server, for both protocol eras:
@@ -240,12 +247,14 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
     extensions: { [TASKS_EXTENSION]: {} },
   });
 
-  const connection = new AbortController();
+  // Renewed at each close: a stateless HTTP server is connected again, for its next request.
+  let connection = new AbortController();
   const following = new Map<string, () => void>();
   const pushes = new Map<string, AbortController>();
   const previousClose = server.server.onclose;
   server.server.onclose = () => {
     connection.abort(new Error('connection closed'));
+    connection = new AbortController();
     for (const off of following.values()) off();
     following.clear();
     for (const p of pushes.values()) p.abort();
@@ -373,11 +382,7 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
   server.server.setRequestHandler(
     'tools/call',
     {
-      params: z.looseObject({
-        name: z.string(),
-        arguments: z.record(z.string(), z.unknown()).optional(),
-        task: z.looseObject({ ttl: z.number().int().min(0).optional() }).optional(),
-      }),
+      params: ToolCallParams,
     },
     async (params, ctx) => {
       const delegate = () =>
@@ -532,15 +537,11 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
     } as never;
   });
 
-  server.server.setRequestHandler(
-    'tasks/list',
-    { params: z.looseObject({ cursor: z.string().max(1000).optional() }) },
-    async ({ cursor }, ctx) => {
-      const tasks = await guarded(() => driver.tasks());
-      const page = await guarded(() => tasks.list(principalOf(ctx), cursor));
-      return { tasks: page.tasks.map(task2025), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
-    },
-  );
+  server.server.setRequestHandler('tasks/list', { params: ListParams }, async ({ cursor }, ctx) => {
+    const tasks = await guarded(() => driver.tasks());
+    const page = await guarded(() => tasks.list(principalOf(ctx), cursor));
+    return { tasks: page.tasks.map(task2025), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+  });
 
   server.server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async ({ taskId }, ctx) => {
     refuseWithoutExtension(ctx);

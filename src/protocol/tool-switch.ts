@@ -7,12 +7,24 @@ export class ToolSwitch {
   /** Called after the listing changed (a server sends notifications/tools/list_changed). */
   onChange: (() => void) | undefined;
 
+  private readonly initial: readonly string[];
+
   constructor(
     /** Group → the names of its tools (a tool may be in several groups). */
     private readonly groups: ReadonlyMap<string, readonly string[]>,
     initial: Iterable<string>,
   ) {
-    this.active = new Set(initial);
+    this.initial = [...initial];
+    this.active = new Set(this.initial);
+  }
+
+  /**
+   * Back to the groups it was built with, without telling anyone: for a server that serves one
+   * stateless request after another, where what one request listed must not carry over.
+   */
+  reset(): void {
+    this.active.clear();
+    for (const group of this.initial) this.active.add(group);
   }
 
   listed(tool: string): boolean {

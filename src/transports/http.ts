@@ -7,16 +7,15 @@ import {
   NodeStreamableHTTPServerTransport,
   originValidation,
   toNodeHandler,
-  toWebRequest,
 } from '@modelcontextprotocol/node';
 import {
   type AuthInfo,
   bearerAuthChallengeResponse,
+  classifyInboundRequest,
   createMcpHandler,
   getOAuthProtectedResourceMetadataUrl,
   isInitializeRequest,
   isJsonContentType,
-  isLegacyRequest,
   type McpServer,
   OAuthError,
   OAuthErrorCode,
@@ -26,16 +25,16 @@ import type { App } from '../app.js';
 import type { HttpSettings } from '../config.js';
 import { LOCAL_PRINCIPAL } from '../executions/execution-model.js';
 import { Quota } from '../protocol/limits.js';
-import { directCalls } from '../protocol/mcp-server.js';
+import { principalOf } from '../protocol/principal.js';
 import { ResourceIndex } from '../protocol/resource-match.js';
-import { classify, ProtocolRules } from '../protocol/rules.js';
-import { hasScope, SCOPE_DESCRIPTIONS, SCOPES, type ScopeTables, scopeFor } from '../protocol/scopes.js';
+import { inspect, type ProtocolRules } from '../protocol/rules.js';
+import { SCOPE_DESCRIPTIONS, SCOPES, type ScopeTables } from '../protocol/scopes.js';
 import type { ToolSwitch } from '../protocol/tool-switch.js';
 import { channelOf } from '../protocol/transport-channel.js';
+import { connectProtocol, protocolFacts } from './connect.js';
 import { createAuthenticator } from './http-auth.js';
 import { RateLimiter } from './rate-limit.js';
 import { SessionEvents } from './session-events.js';
-import { toolAliases } from './stdio.js';
 
 /** Who a request comes from and what they may do. */
 export interface MountCaller {
@@ -95,6 +94,20 @@ interface Session {
   principal: string;
   lastSeen: number;
 }
+
+/** A 2026-07-28 server kept between stateless requests of its principal. */
+interface Pooled {
+  server: McpServer;
+  tools: ToolSwitch;
+  principal: string;
+  /** The rules of the exchange it serves now. */
+  rules: ProtocolRules | undefined;
+}
+/**
+ * Idle stateless servers kept, over every principal: about 80 KB each (measured), so 8 MB at most; as
+ * many clients of one principal as that run at once without building one.
+ */
+const IDLE_SERVERS = 100;
 
 type Req = IncomingMessage & { auth?: AuthInfo };
 const like = (req: Req) => req as unknown as NodeIncomingMessageLike;
@@ -162,9 +175,28 @@ export function clientErrorAnswer(error: NodeJS.ErrnoException, maxHeaderBytes: 
   return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
 }
 
-function principalOf(auth: AuthInfo | undefined): string {
-  const p = auth?.extra?.principal;
-  return typeof p === 'string' ? p : LOCAL_PRINCIPAL;
+const header = (req: IncomingMessage, name: string): string | undefined => {
+  const value = req.headers[name];
+  return typeof value === 'string' ? value : value?.join(', ');
+};
+
+/**
+ * Which era a POST (its body parsed already) belongs to, by the SDK's own classifier, read from the
+ * node request: building a web Request to ask `isLegacyRequest` cost a copy of every request's
+ * headers and body. A rejected request goes to the modern handler, which answers why.
+ */
+function eraOf(req: IncomingMessage, body: unknown): 'legacy' | 'modern' {
+  const protocolVersionHeader = header(req, 'mcp-protocol-version');
+  const mcpMethodHeader = header(req, 'mcp-method');
+  const mcpNameHeader = header(req, 'mcp-name');
+  const outcome = classifyInboundRequest({
+    httpMethod: 'POST',
+    body,
+    ...(protocolVersionHeader !== undefined ? { protocolVersionHeader } : {}),
+    ...(mcpMethodHeader !== undefined ? { mcpMethodHeader } : {}),
+    ...(mcpNameHeader !== undefined ? { mcpNameHeader } : {}),
+  });
+  return outcome.kind === 'legacy' ? 'legacy' : 'modern';
 }
 
 /**
@@ -181,8 +213,7 @@ export async function startHttp(
 ): Promise<RunningHttp> {
   const { log } = app;
   const maxBody = app.config.maxMessageBytes;
-  const aliases = toolAliases(app);
-  const directMethods = new Set(app.runner.tools.map((t) => t.name));
+  const facts = protocolFacts(app);
   const validateHost = hostHeaderValidation(settings.allowedHosts);
   const validateOrigin = originValidation(settings.allowedOrigins);
   const limiter = new RateLimiter(settings.rateLimit);
@@ -192,8 +223,8 @@ export async function startHttp(
   const sessionQuota = new Quota(settings.maxSessions, settings.maxSessionsPerPrincipal);
   const index = ResourceIndex.of(app.resources);
   const scopeTables: ScopeTables = {
-    tools: directMethods,
-    aliases,
+    tools: facts.tools,
+    aliases: facts.aliases,
     resourceOf: (uri) => index.resolve(uri)?.resource.name,
     templateNamed: (template) => index.templateNamed(template)?.name,
   };
@@ -201,41 +232,78 @@ export async function startHttp(
   let metadataUrl = getOAuthProtectedResourceMetadataUrl(publicUrl);
   let authenticator = await createAuthenticator(settings, publicUrl);
 
-  /** The rules between a transport the SDK built (or we did) and the server it connects. */
-  const withRules = (server: McpServer, tools: ToolSwitch): McpServer => {
-    const connect = server.connect.bind(server);
-    server.connect = (transport: Transport) =>
-      connect(
-        new ProtocolRules({
-          channel: channelOf(transport),
-          directMethods,
-          tools: app.toolNames,
-          aliases,
-          direct: directCalls({
-            runner: app.runner,
-            tools,
-            server: () => server,
-            caller: (call) => ({ principal: principalOf(call.extra?.authInfo), signal: call.signal }),
-          }),
-          ordered: false,
-          requireInitialize: false,
-          log,
-        }),
-      );
-    return server;
+  // 2026-07-28: every request stands alone, and the SDK's handler asks for a server for each. Building
+  // one registers every tool, resource and prompt; so servers are kept between requests, per
+  // principal (the profile is the app's): a request takes an idle one or builds one, and the end of
+  // its exchange (the SDK closes the server with it) gives it back.
+  const idle = new Map<string, Pooled[]>();
+  let idleCount = 0;
+  const release = (pooled: Pooled) => {
+    // A request still running (its client went away) keeps its server: it could still send on it.
+    if (closing || pooled.rules?.busy) return;
+    pooled.rules = undefined;
+    if (idleCount >= IDLE_SERVERS) {
+      // Full: the principal that waited longest gives one up.
+      const [oldest, servers] = idle.entries().next().value as [string, Pooled[]];
+      servers.pop();
+      idleCount--;
+      if (servers.length === 0) idle.delete(oldest);
+    }
+    const list = idle.get(pooled.principal) ?? [];
+    // The most recent principal last: the first to give one up is the one idle the longest.
+    idle.delete(pooled.principal);
+    idle.set(pooled.principal, list);
+    list.push(pooled);
+    idleCount++;
   };
-
-  // 2026-07-28: one server per request, built by the SDK's handler (which answers the era checks itself).
-  const modern = createMcpHandler(
-    (ctx) => {
-      const tools = app.toolSwitch();
-      return withRules(
-        app.serverFactory({ principal: principalOf(ctx.authInfo), era: 'modern', tools }),
+  const build = (principal: string): Pooled => {
+    const tools = app.toolSwitch();
+    const server = app.serverFactory({ principal, era: 'modern', tools });
+    const pooled: Pooled = { server, tools, principal, rules: undefined };
+    const connect = server.connect.bind(server);
+    server.connect = (transport: Transport) => {
+      const { rules } = connectProtocol(app, channelOf(transport), {
+        kind: 'http',
+        server,
         tools,
-      );
-    },
-    { legacy: 'reject', maxRequestBodySize: maxBody, onerror: (e) => log(`http: ${e.message}`) },
-  );
+        principal,
+      });
+      pooled.rules = rules;
+      return connect(rules);
+    };
+    // After its first exchange the app no longer counts the server among its connected ones (for
+    // list-changed notifications): nothing is lost, the SDK's per-request transport drops notifications
+    // that belong to no request, and 2026-07-28 listeners hear of changes through `modern.notify`.
+    const previous = server.server.onclose;
+    server.server.onclose = () => {
+      previous?.();
+      release(pooled);
+    };
+    return pooled;
+  };
+  const acquire = (principal: string): McpServer => {
+    const list = idle.get(principal);
+    const kept = list?.pop();
+    if (kept !== undefined) idleCount--;
+    // Only principals with idle servers are kept: the one to give one up always has one.
+    if (list?.length === 0) idle.delete(principal);
+    const pooled = kept ?? build(principal);
+    // What one request listed or told the server about its client must not carry over to the next:
+    // the SDK seeds the client's identity from each request's envelope, but leaves what one omits.
+    pooled.tools.reset();
+    const sdk = pooled.server.server as unknown as {
+      _clientCapabilities?: unknown;
+      _clientVersion?: unknown;
+    };
+    sdk._clientCapabilities = undefined;
+    sdk._clientVersion = undefined;
+    return pooled.server;
+  };
+  const modern = createMcpHandler((ctx) => acquire(principalOf(ctx.authInfo)), {
+    legacy: 'reject',
+    maxRequestBodySize: maxBody,
+    onerror: (e) => log(`http: ${e.message}`),
+  });
   const modernNode = toNodeHandler(modern, { maxRequestBodySize: maxBody });
 
   // 2025-11-25: sessions, each a transport and a server, bound to the principal that opened it.
@@ -298,8 +366,6 @@ export async function startHttp(
     }
     let registered = false;
     try {
-      const tools = app.toolSwitch();
-      const server = withRules(app.serverFactory({ principal, era: 'legacy', tools }), tools);
       const transport = new NodeStreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         eventStore: new SessionEvents(),
@@ -310,8 +376,10 @@ export async function startHttp(
         },
         onsessionclosed: (id) => forget(id),
       });
-      transport.onclose = () => forget(transport.sessionId);
-      await server.connect(transport);
+      const connection = connectProtocol(app, channelOf(transport), { kind: 'http', principal });
+      const server = connection.server('legacy');
+      connection.rules.onclose = () => forget(transport.sessionId);
+      await server.connect(connection.rules);
       await transport.handleRequest(req, res, body);
     } finally {
       // An initialize that opened no session holds no place.
@@ -473,31 +541,25 @@ export async function startHttp(
           rpcError(-32700, 'Parse error', { details: (error as Error).message.slice(0, 200) }),
         );
       }
-      // The same checks stdio makes, so a malformed message gets the same JSON-RPC error on both
-      // (HTTP 400 instead of the SDK's generic one); `"params": null` becomes absent here too.
-      const verdict = classify(body);
+      // The checks stdio makes (a malformed message gets the same JSON-RPC error, here with HTTP 400),
+      // then the call's scope: made once, here; the rules behind do not classify the message again.
+      const verdict = inspect(body, req.auth?.scopes, scopeTables);
       if (verdict.kind === 'reply') {
         return json(res, 400, { jsonrpc: '2.0', id: verdict.id, error: verdict.error });
       }
       if (verdict.kind === 'drop') return json(res, 202, {});
-      if (req.auth !== undefined) {
-        for (const message of Array.isArray(body) ? body : [body]) {
-          const needed = scopeFor(message, scopeTables);
-          if (!hasScope(req.auth.scopes, needed)) {
-            return sendWeb(
-              res,
-              bearerAuthChallengeResponse(
-                new OAuthError(OAuthErrorCode.InsufficientScope, `this call needs the "${needed}" scope`),
-                { requiredScopes: [needed], resourceMetadataUrl: metadataUrl },
-              ),
-            );
-          }
-        }
+      if (verdict.kind === 'forbidden') {
+        const { needed } = verdict;
+        return sendWeb(
+          res,
+          bearerAuthChallengeResponse(
+            new OAuthError(OAuthErrorCode.InsufficientScope, `this call needs the "${needed}" scope`),
+            { requiredScopes: [needed], resourceMetadataUrl: metadataUrl },
+          ),
+        );
       }
     }
-    const isLegacy =
-      req.method !== 'POST' || (await isLegacyRequest(await toWebRequest(like(req), body), body));
-    if (isLegacy) return legacy(req, res, body, principal);
+    if (req.method !== 'POST' || eraOf(req, body) === 'legacy') return legacy(req, res, body, principal);
     return modernNode(like(req), res, body);
   };
 
@@ -561,6 +623,8 @@ export async function startHttp(
         });
       }
       await modern.close();
+      idle.clear();
+      idleCount = 0;
       await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
       sessions.clear();
       http.closeIdleConnections();

@@ -1,16 +1,12 @@
-import type { McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { App } from '../app.js';
-import { localCaller } from '../executions/execution-model.js';
-import { toolAliases as aliasesOf } from '../protocol/aliases.js';
-import { directCalls } from '../protocol/mcp-server.js';
-import { ProtocolRules } from '../protocol/rules.js';
+import { connectProtocol, protocolFacts } from './connect.js';
 import { StdioFraming } from './stdio-framing.js';
 import type { PreludeHandoff } from './stdio-prelude.js';
 
 /** Dotted tool names (seeds 003/004) and other aliases, from the tool definitions. */
 export function toolAliases(app: App): ReadonlyMap<string, string> {
-  return aliasesOf(app.runner.tools);
+  return protocolFacts(app).aliases;
 }
 
 /**
@@ -47,32 +43,20 @@ export function serveAppOnStdio(
         finish();
       });
   };
-  const tools = app.toolSwitch();
-  let server: McpServer | undefined;
-  const rules = new ProtocolRules({
-    channel: new StdioFraming(stdin, stdout, app.config.maxMessageBytes, options.prelude),
-    ...(options.prelude ? { answered: options.prelude.answered } : {}),
-    directMethods: new Set(app.runner.tools.map((t) => t.name)),
-    tools: app.toolNames,
-    aliases: toolAliases(app),
-    direct: directCalls({
-      runner: app.runner,
-      tools,
-      server: () => server,
-      caller: (call) => ({ ...localCaller(), signal: call.signal, onNetworkWait: call.detach }),
-    }),
-    ordered: true,
-    requireInitialize: true,
-    onExit: stop,
-    onInitialized: () => setImmediate(app.warmUp),
-    log: app.log,
-  });
-  serveStdio(
-    (ctx) => (server = app.serverFactory({ detach: (id) => rules.detach(id), era: ctx.era, tools })),
+  const connection = connectProtocol(
+    app,
+    new StdioFraming(stdin, stdout, app.config.maxMessageBytes, options.prelude),
     {
-      transport: rules,
-      onerror: (error) => app.log(`protocol: ${error.message}`),
+      kind: 'stream',
+      ...(options.prelude ? { answered: options.prelude.answered } : {}),
+      onExit: stop,
+      onInitialized: () => setImmediate(app.warmUp),
     },
   );
+  const { rules } = connection;
+  serveStdio((ctx) => connection.server(ctx.era), {
+    transport: rules,
+    onerror: (error) => app.log(`protocol: ${error.message}`),
+  });
   return { done, stop };
 }

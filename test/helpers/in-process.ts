@@ -1,24 +1,16 @@
 import type { Client } from '@modelcontextprotocol/client';
-import {
-  InMemoryTransport,
-  type JSONRPCMessage,
-  type McpServer,
-  type Transport,
-} from '@modelcontextprotocol/server';
+import { InMemoryTransport, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/server';
 import { type AppOptions, createApp } from '../../src/app.js';
 import { loadConfig, loadHttpSettings } from '../../src/config.js';
-import { localCaller } from '../../src/executions/execution-model.js';
-import { directCalls } from '../../src/protocol/mcp-server.js';
-import { ProtocolRules } from '../../src/protocol/rules.js';
 import { channelOf } from '../../src/protocol/transport-channel.js';
+import { connectProtocol } from '../../src/transports/connect.js';
 import { startHttp } from '../../src/transports/http.js';
-import { toolAliases } from '../../src/transports/stdio.js';
 import type { Sandbox } from './server.js';
 import { validationWorkerUrl } from './validation-worker.js';
 
 type Json = Record<string, any>;
 
-/** The app, its protocol rules and SDK server wired as the stdio entry wires them, over an in-memory pair. */
+/** The app, its protocol rules and SDK server wired by the stdio entry's own `connectProtocol`, over an in-memory pair. */
 async function wired(sb: Sandbox, env: Record<string, string>, options: AppOptions = {}) {
   const app = createApp(loadConfig({ env: { ...sb.env, ...env }, cwd: sb.project }), {
     watch: false,
@@ -27,27 +19,11 @@ async function wired(sb: Sandbox, env: Record<string, string>, options: AppOptio
     ...options,
   });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  const tools = app.toolSwitch();
-  let server: McpServer | undefined;
-  const rules = new ProtocolRules({
-    channel: channelOf(serverSide),
-    directMethods: new Set(app.runner.tools.map((t) => t.name)),
-    tools: app.toolNames,
-    aliases: toolAliases(app),
-    direct: directCalls({
-      runner: app.runner,
-      tools,
-      server: () => server,
-      caller: (call) => ({ ...localCaller(), signal: call.signal, onNetworkWait: call.detach }),
-    }),
-    ordered: true,
-    requireInitialize: true,
-  });
-  server = app.serverFactory({ detach: (id) => rules.detach(id), tools });
+  const { rules, server } = connectProtocol(app, channelOf(serverSide), { kind: 'stream' });
   return {
     app,
     clientSide,
-    connect: () => (server as McpServer).connect(rules),
+    connect: () => server().connect(rules),
     close: async () => {
       await rules.close();
       await app.close();

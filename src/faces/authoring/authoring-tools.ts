@@ -98,6 +98,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
   return [
     defineTool({
       name: 'workflow_validate_manifest',
+      scope: 'read',
       aliases: ['workflow.validate'],
       title: 'Validate a workflow manifest',
       description:
@@ -174,6 +175,14 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
     }),
     defineTool({
       name: 'workflow_save',
+      instructions: {
+        rank: 30,
+        text: (listed) =>
+          listed('workflow_validate_manifest') && listed('workflow_save')
+            ? 'To author a workflow, check it with workflow_validate_manifest {content}, then workflow_save {content}; the format is the resource workflowlookup://authoring/spec.'
+            : undefined,
+      },
+      scope: 'author',
       aliases: ['workflow.save'],
       title: 'Save a workflow',
       description:
@@ -247,6 +256,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
     }),
     defineTool({
       name: 'workflow_rename',
+      scope: 'author',
       aliases: ['workflow.rename'],
       title: 'Rename a workflow',
       description:
@@ -305,6 +315,7 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
     }),
     defineTool({
       name: 'workflow_delete',
+      scope: 'author',
       aliases: ['workflow.delete'],
       title: 'Delete a workflow',
       description:

@@ -77,6 +77,7 @@ export function workflowTestTool(deps: WorkflowTestDeps): ToolDefinition {
   const { registry } = deps;
   return defineTool({
     name: 'workflow_test',
+    scope: 'read',
     title: 'Run a workflow’s tests',
     description:
       "Runs workflow tests through the server's engine without saving anything: scenarios that report what an agent would at each step (and canned API answers for command steps), checked against what must follow (step path, refused reports and their messages, loop rounds, final output, end state). Test a draft (content + tests) before workflow_save, or a saved workflow (workflow_id; default tests: its <id>.test.yaml). Reports each scenario and the coverage: steps entered, conditions taken both ways, loop exits, and the paths no scenario walks.",

@@ -30,6 +30,7 @@ export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
   return [
     defineTool({
       name: 'catalog_validate_openapi',
+      scope: 'admin',
       aliases: ['catalog.validate_openapi'],
       title: 'Validate an OpenAPI document',
       description: 'Loads and validates an OpenAPI 2.0 or 3.x document without importing it.',
@@ -66,6 +67,7 @@ export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
     }),
     defineTool({
       name: 'catalog_preview_import',
+      scope: 'admin',
       aliases: ['catalog.preview_import'],
       title: 'Preview an OpenAPI import',
       description:
@@ -126,6 +128,14 @@ export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
     }),
     defineTool({
       name: 'catalog_import_openapi',
+      instructions: {
+        rank: 50,
+        text: (listed) =>
+          listed('catalog_import_openapi')
+            ? 'catalog_import_openapi turns an OpenAPI document into commands for command steps.'
+            : undefined,
+      },
+      scope: 'admin',
       aliases: ['catalog.import_openapi'],
       title: 'Import an OpenAPI document as a catalog',
       description:
@@ -178,6 +188,7 @@ export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
     }),
     defineTool({
       name: 'catalog_set_enabled',
+      scope: 'admin',
       aliases: ['catalog.set_enabled'],
       title: 'Enable or disable a catalog',
       description: 'Makes a catalog available to command steps, or not, without deleting it.',
@@ -207,6 +218,7 @@ export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
     }),
     defineTool({
       name: 'catalog_remove',
+      scope: 'admin',
       aliases: ['catalog.remove'],
       title: 'Remove a catalog',
       description:
@@ -244,6 +256,7 @@ export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
     }),
     defineTool({
       name: 'command_list',
+      scope: 'read',
       aliases: ['command.list'],
       title: 'List catalog commands',
       description: 'Commands of the enabled catalogs, usable as run: "<catalog> <command>" in command steps.',
@@ -264,6 +277,7 @@ export function catalogTools(catalogs: CatalogService): ToolDefinition[] {
     }),
     defineTool({
       name: 'provider_list',
+      scope: 'read',
       aliases: ['provider.list'],
       title: 'List input providers',
       description: 'List commands whose results can be the choices of a workflow input (input.provider).',

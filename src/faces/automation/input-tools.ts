@@ -93,6 +93,7 @@ export function inputTools(deps: InputToolDeps): ToolDefinition[] {
   return [
     defineTool({
       name: 'workflow_preview_inputs',
+      scope: 'read',
       aliases: ['workflow.preview_inputs'],
       title: 'Preview workflow inputs',
       description:
@@ -145,6 +146,14 @@ export function inputTools(deps: InputToolDeps): ToolDefinition[] {
     }),
     defineTool({
       name: 'workflow_resolve_inputs',
+      instructions: {
+        rank: 40,
+        text: (listed) =>
+          listed('workflow_resolve_inputs')
+            ? 'workflow_resolve_inputs checks the inputs a workflow declares before a run.'
+            : undefined,
+      },
+      scope: 'read',
       aliases: ['workflow.resolve_inputs'],
       title: 'Resolve workflow inputs',
       description:
@@ -198,6 +207,7 @@ export function inputTools(deps: InputToolDeps): ToolDefinition[] {
     }),
     defineTool({
       name: 'workflow_preview_rendered',
+      scope: 'read',
       aliases: ['workflow.preview_rendered'],
       title: 'Preview rendered steps',
       description:
@@ -286,6 +296,7 @@ export function inputTools(deps: InputToolDeps): ToolDefinition[] {
     }),
     defineTool({
       name: 'workflow_step_plan',
+      scope: 'read',
       aliases: ['workflow.step_plan'],
       title: 'Plan a workflow run',
       description:

@@ -128,6 +128,15 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
   return [
     defineTool({
       name: 'workflow_start',
+      instructions: {
+        rank: 10,
+        text: (listed) =>
+          listed('workflow_start') && listed('workflow_next_step')
+            ? `Choose one${listed('workflow_list') ? ' with workflow_list' : ''}, begin it with workflow_start {workflow_id}, do what agent_content says and report it with the workflow_next_step call in the answer's next, filling in what its fill names (output.summary, the context variables later steps read).${listed('workflow_resume') ? ' After a context reset, workflow_resume {execution_id} hands back the current step.' : ''}`
+            : undefined,
+      },
+      scope: 'run',
+      core: true,
       aliases: ['workflow.start'],
       title: 'Start a workflow execution',
       description:
@@ -160,6 +169,8 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
     }),
     defineTool({
       name: 'workflow_next_step',
+      scope: 'run',
+      core: true,
       aliases: ['workflow.next_step'],
       title: 'Complete the current step',
       description:
@@ -180,6 +191,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
     }),
     defineTool({
       name: 'workflow_set_state',
+      scope: 'run',
       aliases: ['workflow.set_state'],
       title: 'Pause, resume or abandon an execution',
       description:
@@ -226,6 +238,8 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
     }),
     defineTool({
       name: 'workflow_resume',
+      scope: 'run',
+      core: true,
       aliases: ['workflow.resume'],
       title: 'Get back to an execution',
       description:
@@ -268,6 +282,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
     }),
     defineTool({
       name: 'workflow_executions',
+      scope: 'run',
       aliases: ['workflow.executions'],
       title: 'Find executions',
       description:

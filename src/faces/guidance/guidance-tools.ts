@@ -161,6 +161,8 @@ export function guidanceTools({
   return [
     defineTool({
       name: 'workflow_list',
+      scope: 'read',
+      core: true,
       aliases: ['workflow.list'],
       title: 'List workflows',
       description:
@@ -224,6 +226,8 @@ export function guidanceTools({
     }),
     defineTool({
       name: 'workflow_get',
+      scope: 'read',
+      core: true,
       aliases: ['workflow.get'],
       title: 'Get a workflow',
       description:
@@ -297,6 +301,15 @@ export function guidanceTools({
     }),
     defineTool({
       name: 'workflow_next',
+      instructions: {
+        rank: 20,
+        text: (listed) =>
+          listed('workflow_next')
+            ? `Stateless guidance: workflow_next {workflowId, completedSteps, context} returns one step and, in next, the workflow_next call to send when it is done (fill names the context variables to add)${listed('workflow_validate') ? ', and check a step output with workflow_validate' : ''}.`
+            : undefined,
+      },
+      scope: 'read',
+      core: true,
       aliases: ['workflow.next'],
       // Seed 001 fixes the guidance tools' schemas (workflowId); workflow_id is accepted too.
       argumentAliases: { workflow_id: 'workflowId' },
@@ -415,6 +428,8 @@ export function guidanceTools({
     }),
     defineTool({
       name: 'workflow_validate',
+      scope: 'read',
+      core: true,
       argumentAliases: { workflow_id: 'workflowId' },
       title: 'Validate step output',
       description:

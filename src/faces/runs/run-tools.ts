@@ -104,6 +104,14 @@ export function runTools(services: () => Promise<RunServices>): ToolDefinition[]
   return [
     defineTool({
       name: 'workflow_run',
+      instructions: {
+        rank: 60,
+        text: (listed) =>
+          listed('workflow_run')
+            ? 'workflow_run runs a workflow as an MCP task the server drives.'
+            : undefined,
+      },
+      scope: 'run',
       aliases: ['workflow.run'],
       title: 'Run a workflow',
       description: `Runs a workflow's server-side steps (command steps, polling) as a run; agent steps pause it until answered. Returns run_id with the task.${TASK_ONLY}`,
@@ -136,6 +144,7 @@ export function runTools(services: () => Promise<RunServices>): ToolDefinition[]
     }),
     defineTool({
       name: 'workflow_cancel',
+      scope: 'run',
       aliases: ['workflow.cancel'],
       title: 'Cancel a run',
       description:
@@ -176,6 +185,7 @@ export function runTools(services: () => Promise<RunServices>): ToolDefinition[]
     }),
     defineTool({
       name: 'workflow_purge_history',
+      scope: 'admin',
       aliases: ['workflow.purge_history'],
       title: 'Purge finished history',
       description:
@@ -261,6 +271,7 @@ export function orchestrationTools(services: () => Promise<RunServices>): ToolDe
   return [
     defineTool({
       name: 'workflow_author_and_run',
+      scope: 'author',
       aliases: ['workflow.author_and_run'],
       title: 'Author a workflow and run it',
       description: `Drafts a workflow for a request by sampling, validates and repairs it (more sampling) until clean, saves it, asks the user for missing inputs (elicitation), runs it and summarizes. Needs sampling and elicitation.${TASK_ONLY}`,
@@ -305,6 +316,7 @@ export function orchestrationTools(services: () => Promise<RunServices>): ToolDe
     }),
     defineTool({
       name: 'workflow_execute',
+      scope: 'run',
       aliases: ['workflow.execute'],
       title: 'Execute a workflow with live status',
       description: `Starts a run, asks the user for missing inputs and agent-step answers (elicitation), streams step status, and returns the final summary and outputs.${TASK_ONLY}`,
@@ -341,6 +353,7 @@ export function orchestrationTools(services: () => Promise<RunServices>): ToolDe
     }),
     defineTool({
       name: 'workflow_repair_and_rerun',
+      scope: 'author',
       aliases: ['workflow.repair_and_rerun'],
       title: 'Repair a failed workflow and rerun it',
       description: `Validates a failed run (run_id), a workflow (its last failed run) or a manifest, repairs it by sampling until it validates, saves it and runs it again with the same inputs. The repair keeps the workflow's id and replaces only that workflow: at the version it read (run_id, workflow_id), or with overwrite (a manifest whose id exists). Needs sampling.${TASK_ONLY}`,
