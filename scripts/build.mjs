@@ -29,6 +29,39 @@ function checkerId() {
   return hash.digest('hex').slice(0, 32);
 }
 
+/**
+ * The SDK's server imports its default JSON Schema validator (ajv, ajv-formats: ~300 KB) from
+ * `@modelcontextprotocol/server/_shims` at module load, for every start, although a server needs it only
+ * to check an elicitation answer against its requested schema. This plugin puts a stand-in with the same
+ * interface in its place: the real validator (the SDK's CommonJS build, which esbuild wraps so that it
+ * runs only when first required) is loaded on the first getValidator call.
+ */
+const lazySdkValidator = {
+  name: 'lazy-sdk-json-schema-validator',
+  setup(b) {
+    b.onResolve({ filter: /^@modelcontextprotocol\/server\/_shims$/ }, (args) =>
+      args.kind === 'import-statement' ? { path: 'sdk-shims', namespace: 'lazy-sdk-validator' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'lazy-sdk-validator' }, () => ({
+      resolveDir: process.cwd(),
+      loader: 'js',
+      contents: `
+import process from 'node:process';
+let Validator;
+export class DefaultJsonSchemaValidator {
+  constructor(ajv) { this.ajv = ajv; }
+  getValidator(schema) {
+    Validator ??= require('@modelcontextprotocol/server/validators/ajv').AjvJsonSchemaValidator;
+    this.inner ??= new Validator(this.ajv);
+    return this.inner.getValidator(schema);
+  }
+}
+export { process };
+`,
+    }));
+  },
+};
+
 // Chunk names carry content hashes: old ones would pile up beside the new.
 rmSync('dist/chunks', { recursive: true, force: true });
 
@@ -40,8 +73,10 @@ await build({
     'validation-worker': 'src/engine/validation-worker.ts',
     'checkpoint-worker': 'src/store/sqlite/checkpoint-worker.ts',
     'prelude-answers': 'src/cli/prelude-answers.ts',
+    'record-shipped': 'src/workflows/record-shipped.ts',
   },
   define: { __WORKFLOWLOOKUP_CHECKER_ID__: JSON.stringify(checkerId()) },
+  plugins: [lazySdkValidator],
   outdir: 'dist',
   entryNames: '[name]',
   chunkNames: 'chunks/[name]-[hash]',
@@ -61,6 +96,18 @@ await build({
   },
   logLevel: 'warning',
 });
+
+// The bundled workflows' checked definitions, keyed by content hash (src/workflows/shipped-definitions.ts):
+// a first start serves them without parsing them or starting the regex and JSON Schema worker.
+writeFileSync(
+  'dist/bundled-definitions.json',
+  execFileSync(process.execPath, ['dist/record-shipped.js', 'workflows'], {
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  }),
+);
+rmSync('dist/record-shipped.js');
+rmSync('dist/record-shipped.js.map');
 
 // The recorded answers of the stdio prelude, made by the server itself through its real stdio path.
 writeFileSync(

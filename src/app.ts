@@ -54,6 +54,7 @@ import {
   FileRuntimeWorkflows,
   type RuntimeWorkflows,
 } from './workflows/runtime-workflows.js';
+import { ShippedDefinitions } from './workflows/shipped-definitions.js';
 import type { WorkflowSource } from './workflows/sources.js';
 
 export interface AppOptions {
@@ -76,6 +77,11 @@ export interface AppOptions {
    * has none and keeps no cache). Tests of the cache pass one.
    */
   checkerId?: string;
+  /**
+   * The bundled workflows' verdicts shipped with the build (default: dist/bundled-definitions.json when
+   * built, none from the sources). Tests of the shipped verdicts pass their own.
+   */
+  shippedDefinitions?: ShippedDefinitions;
   /**
    * Also serve the official MCP conformance suite's reference tools, prompts and resources
    * (`serve --http --conformance-fixtures`; never on by default): for running the suite only. The
@@ -207,6 +213,9 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       watch: options.watch ?? true,
       engine,
       allowedEnv: config.allowedEnvNames,
+      shipped:
+        options.shippedDefinitions ??
+        (checker === undefined ? undefined : ShippedDefinitions.besideBundle(checker, log)),
       ...(checker === undefined
         ? {}
         : {

@@ -136,6 +136,11 @@ export class ValidationEngine {
     return this.worker.running;
   }
 
+  /** Worker threads started so far (a counter for tests and diagnostics, never reset). */
+  get workerStarts(): number {
+    return this.worker.starts;
+  }
+
   /** Stops the worker now instead of when it has been idle a while; the next load() starts another. */
   unload(): void {
     this.worker.release();
