@@ -78,7 +78,10 @@ const GUARDS = {
     'JSONRPCResultResponseSchema',
     "typeof value.result === 'object' && value.result !== null",
   ],
-  isJSONRPCErrorResponse: ['JSONRPCErrorResponseSchema', "typeof value.error === 'object' && value.error !== null"],
+  isJSONRPCErrorResponse: [
+    'JSONRPCErrorResponseSchema',
+    "typeof value.error === 'object' && value.error !== null",
+  ],
 };
 const sdkGuards = {
   name: 'sdk-message-guards',
@@ -88,7 +91,9 @@ const sdkGuards = {
       for (const [guard, [schema, field]] of Object.entries(GUARDS)) {
         const original = `const ${guard} = (value) => ${schema}.safeParse(value).success;`;
         if (!contents.includes(original)) {
-          console.warn(`build: ${guard} not found in ${args.path}; the SDK's message guards are left as they are`);
+          console.warn(
+            `build: ${guard} not found in ${args.path}; the SDK's message guards are left as they are`,
+          );
           return undefined;
         }
         contents = contents.replace(

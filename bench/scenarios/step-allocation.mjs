@@ -28,7 +28,8 @@ async function started(server) {
   server.notify('notifications/initialized');
   const call = async (name, args) => {
     const res = await server.request('tools/call', { name, arguments: args });
-    if (res.error || res.result.isError) throw new Error(`${name} failed: ${JSON.stringify(res).slice(0, 400)}`);
+    if (res.error || res.result.isError)
+      throw new Error(`${name} failed: ${JSON.stringify(res).slice(0, 400)}`);
     return res.result.structuredContent;
   };
   let token = requireToken(
@@ -86,7 +87,8 @@ function componentOf(frame, mapOf) {
   const lib = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(source);
   if (lib) return `${lib[1]}`;
   const ours = /\/src\/(.+\.ts)$/.exec(source);
-  if (ours) return `ours: src/${ours[1]}${process.env.WL_ALLOC_BY_FUNCTION ? ` ${functionName}:${entry?.originalLine}` : ''}`;
+  if (ours)
+    return `ours: src/${ours[1]}${process.env.WL_ALLOC_BY_FUNCTION ? ` ${functionName}:${entry?.originalLine}` : ''}`;
   return undefined;
 }
 
