@@ -83,7 +83,8 @@ function componentOf(frame, mapOf) {
   if (/node_modules\/zod\//.test(source)) return undefined;
   // The SDK's own maps name its sources (…/@modelcontextprotocol/<package>/src/…): look at the package.
   const sdk = /node_modules\/@modelcontextprotocol\/([^/]+)\/(?:.*\/)?([^/]+)$/.exec(source);
-  if (sdk) return `SDK (${sdk[1]}): ${functionName || '(anonymous)'} in ${sdk[2]}`;
+  if (sdk)
+    return `SDK (${sdk[1]}): ${functionName || '(anonymous)'} in ${sdk[2]}${process.env.WL_ALLOC_BY_FUNCTION ? `:${entry?.originalLine}` : ''}`;
   const lib = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(source);
   if (lib) return `${lib[1]}`;
   const ours = /\/src\/(.+\.ts)$/.exec(source);
