@@ -212,7 +212,7 @@ export function report(result) {
       .map(([owner, bytes]) => `${owner} ${kb(bytes)}`)
       .join(', ')}`,
     ...a.components
-      .filter((c) => c.bytesPerStep >= 512)
+      .filter((c) => c.bytesPerStep >= Number(process.env.WL_ALLOC_MIN_BYTES ?? 512))
       .slice(0, Number(process.env.WL_ALLOC_LINES ?? 20))
       .map(
         (c) =>
