@@ -131,6 +131,7 @@ function attribute(profile) {
 
 async function allocation(ctx, env, steps) {
   const out = join(ctx.tmp, 'steps.heapprofile');
+  // LineServer runs `node <script> <args>`: the preload flag goes where the script would, the CLI after it.
   const server = new LineServer(`--import=${HEAP_SAMPLER}`, { ...env, WL_HEAP_SAMPLE_OUT: out }, [ctx.cli]);
   try {
     const step = await started(server);
