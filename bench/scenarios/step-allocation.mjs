@@ -118,6 +118,17 @@ function attribute(profile) {
         }
       }
       if (zod) viaZod += node.selfSize;
+      if (
+        process.env.WL_ALLOC_STACK &&
+        component.includes(process.env.WL_ALLOC_STACK) &&
+        node.selfSize > 2000
+      )
+        process.stderr.write(
+          `${node.selfSize} ${here
+            .slice(-14)
+            .map((f) => `${f.functionName || '?'}@${f.url.split('/').pop()}:${f.lineNumber}`)
+            .join(' < ')}\n`,
+        );
       const entry = byComponent.get(component) ?? { bytes: 0, zodBytes: 0 };
       entry.bytes += node.selfSize;
       if (zod) entry.zodBytes += node.selfSize;
