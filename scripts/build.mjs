@@ -29,6 +29,83 @@ function checkerId() {
   return hash.digest('hex').slice(0, 32);
 }
 
+/**
+ * The SDK's server imports its default JSON Schema validator (ajv, ajv-formats: ~300 KB) from
+ * `@modelcontextprotocol/server/_shims` at module load, for every start, although a server needs it only
+ * to check an elicitation answer against its requested schema. This plugin puts a stand-in with the same
+ * interface in its place: the real validator (the SDK's CommonJS build, which esbuild wraps so that it
+ * runs only when first required) is loaded on the first getValidator call.
+ */
+const lazySdkValidator = {
+  name: 'lazy-sdk-json-schema-validator',
+  setup(b) {
+    b.onResolve({ filter: /^@modelcontextprotocol\/server\/_shims$/ }, (args) =>
+      args.kind === 'import-statement' ? { path: 'sdk-shims', namespace: 'lazy-sdk-validator' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'lazy-sdk-validator' }, () => ({
+      resolveDir: process.cwd(),
+      loader: 'js',
+      contents: `
+import process from 'node:process';
+let Validator;
+export class DefaultJsonSchemaValidator {
+  constructor(ajv) { this.ajv = ajv; }
+  getValidator(schema) {
+    Validator ??= require('@modelcontextprotocol/server/validators/ajv').AjvJsonSchemaValidator;
+    this.inner ??= new Validator(this.ajv);
+    return this.inner.getValidator(schema);
+  }
+}
+export { process };
+`,
+    }));
+  },
+};
+
+/**
+ * The SDK tells a message's kind by zod parses that it tries in turn (isJSONRPCResultResponse, then
+ * isJSONRPCErrorResponse, then isJSONRPCRequest), so each request first fails two strict-object parses,
+ * and a failed zod parse builds an error with its issues: about 9 KB of garbage per request, measured by
+ * bench/scenarios/step-allocation.mjs. This plugin puts a check of the one field each schema requires
+ * in front of each guard: a value without it fails the parse anyway, so every answer is the same, and
+ * only values that can pass are parsed. If a new SDK version no longer has these lines, the build says
+ * so and leaves the SDK as it is.
+ */
+const GUARDS = {
+  isJSONRPCRequest: ['JSONRPCRequestSchema', "typeof value.method === 'string'"],
+  isJSONRPCNotification: ['JSONRPCNotificationSchema', "typeof value.method === 'string'"],
+  isJSONRPCResultResponse: [
+    'JSONRPCResultResponseSchema',
+    "typeof value.result === 'object' && value.result !== null",
+  ],
+  isJSONRPCErrorResponse: [
+    'JSONRPCErrorResponseSchema',
+    "typeof value.error === 'object' && value.error !== null",
+  ],
+};
+const sdkGuards = {
+  name: 'sdk-message-guards',
+  setup(b) {
+    b.onLoad({ filter: /@modelcontextprotocol[\\/]server[\\/]dist[\\/]src-[^\\/]+\.mjs$/ }, (args) => {
+      let contents = readFileSync(args.path, 'utf8');
+      for (const [guard, [schema, field]] of Object.entries(GUARDS)) {
+        const original = `const ${guard} = (value) => ${schema}.safeParse(value).success;`;
+        if (!contents.includes(original)) {
+          console.warn(
+            `build: ${guard} not found in ${args.path}; the SDK's message guards are left as they are`,
+          );
+          return undefined;
+        }
+        contents = contents.replace(
+          original,
+          `const ${guard} = (value) => typeof value === 'object' && value !== null && ${field} && ${schema}.safeParse(value).success;`,
+        );
+      }
+      return { contents, loader: 'js' };
+    });
+  },
+};
+
 // Chunk names carry content hashes: old ones would pile up beside the new.
 rmSync('dist/chunks', { recursive: true, force: true });
 
@@ -40,8 +117,10 @@ await build({
     'validation-worker': 'src/engine/validation-worker.ts',
     'checkpoint-worker': 'src/store/sqlite/checkpoint-worker.ts',
     'prelude-answers': 'src/cli/prelude-answers.ts',
+    'record-shipped': 'src/workflows/record-shipped.ts',
   },
   define: { __WORKFLOWLOOKUP_CHECKER_ID__: JSON.stringify(checkerId()) },
+  plugins: [lazySdkValidator, sdkGuards],
   outdir: 'dist',
   entryNames: '[name]',
   chunkNames: 'chunks/[name]-[hash]',
@@ -61,6 +140,18 @@ await build({
   },
   logLevel: 'warning',
 });
+
+// The bundled workflows' checked definitions, keyed by content hash (src/workflows/shipped-definitions.ts):
+// a first start serves them without parsing them or starting the regex and JSON Schema worker.
+writeFileSync(
+  'dist/bundled-definitions.json',
+  execFileSync(process.execPath, ['dist/record-shipped.js', 'workflows'], {
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  }),
+);
+rmSync('dist/record-shipped.js');
+rmSync('dist/record-shipped.js.map');
 
 // The recorded answers of the stdio prelude, made by the server itself through its real stdio path.
 writeFileSync(

@@ -66,6 +66,7 @@ import {
   FileRuntimeWorkflows,
   type RuntimeWorkflows,
 } from './workflows/runtime-workflows.js';
+import { ShippedDefinitions } from './workflows/shipped-definitions.js';
 import type { WorkflowSource } from './workflows/sources.js';
 
 export interface AppOptions {
@@ -88,6 +89,11 @@ export interface AppOptions {
    * has none and keeps no cache). Tests of the cache pass one.
    */
   checkerId?: string;
+  /**
+   * The bundled workflows' verdicts shipped with the build (default: dist/bundled-definitions.json when
+   * built, none from the sources). Tests of the shipped verdicts pass their own.
+   */
+  shippedDefinitions?: ShippedDefinitions;
   /**
    * Also serve the official MCP conformance suite's reference tools, prompts and resources
    * (`serve --http --conformance-fixtures`; never on by default): for running the suite only. The
@@ -248,6 +254,7 @@ export function buildRegistry(
     database?: WorkflowSource | undefined;
     watch?: boolean | undefined;
     checkerId?: string | undefined;
+    shippedDefinitions?: ShippedDefinitions | undefined;
     log: (line: string) => void;
   },
 ): WorkflowRegistry {
@@ -257,6 +264,10 @@ export function buildRegistry(
     watch: parts.watch ?? true,
     engine: parts.engine,
     allowedEnv: config.allowedEnvNames,
+    // The bundled workflows' verdicts from the build: a first run does not check them again.
+    shipped:
+      parts.shippedDefinitions ??
+      (checker === undefined ? undefined : ShippedDefinitions.besideBundle(checker, parts.log)),
     ...(checker === undefined
       ? {}
       : {
@@ -632,6 +643,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     database: shared?.source,
     watch: options.watch,
     checkerId: options.checkerId,
+    shippedDefinitions: options.shippedDefinitions,
     log,
   });
   const runtime: RuntimeWorkflows = shared

@@ -50,6 +50,7 @@ beforeAll(() => {
   for (const needed of [
     'dist/cli.js',
     'dist/prelude.json',
+    'dist/bundled-definitions.json',
     'dist/validation-worker.js',
     'dist/checkpoint-worker.js',
     'dist/dashboard/dashboard.js',

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { type Workflow, WorkflowSchema } from '../model/workflow.js';
+import { modelSchemas, type Workflow } from '../model/workflow.js';
 import { CoverageTally, coverageSites } from './coverage.js';
 import { nextStep, type WalkEvent } from './next-step.js';
 
-const workflow = (data: unknown): Workflow => WorkflowSchema.parse(data);
+const workflow = (data: unknown): Workflow => modelSchemas().WorkflowSchema.parse(data);
 
 const LOOPS = workflow({
   id: 'loops',

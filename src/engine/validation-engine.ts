@@ -88,6 +88,25 @@ function leaves(
 }
 
 /**
+ * The rules of criteria met before, by the criteria object: a definition keeps its criteria for its
+ * life, and walking them again on every step was a few hundred bytes of garbage per step
+ * (bench/scenarios/step-allocation.mjs). Criteria nested too deeply are never cached (they throw).
+ */
+const RULES = new WeakMap<object, readonly ValidationRule[]>();
+
+function rulesOf(criteria: ValidationCriteria): readonly ValidationRule[] {
+  let rules = RULES.get(criteria);
+  if (rules === undefined) {
+    rules = leaves(criteria).map(({ rule }) => rule);
+    RULES.set(criteria, rules);
+  }
+  return rules;
+}
+
+/** No regex or schema rule ran (the common step: `contains` and `length` rules only). */
+const NO_RESULTS: ReadonlyMap<WorkerRule, CheckResult | undefined> = new Map();
+
+/**
  * dist/validation-worker.js, an entry point of the bundle. This module may be bundled into cli.js or
  * into a chunk under dist/chunks/ (esbuild decides by who imports it), so both places are tried.
  */
@@ -136,6 +155,11 @@ export class ValidationEngine {
     return this.worker.running;
   }
 
+  /** Worker threads started so far (a counter for tests and diagnostics, never reset). */
+  get workerStarts(): number {
+    return this.worker.starts;
+  }
+
   /** Stops the worker now instead of when it has been idle a while; the next load() starts another. */
   unload(): void {
     this.worker.release();
@@ -148,7 +172,7 @@ export class ValidationEngine {
   loadFor(criteria: ValidationCriteria | undefined): Promise<void> {
     let needed: boolean;
     try {
-      needed = leaves(criteria).some(({ rule }) => isWorkerRule(rule));
+      needed = criteria !== undefined && rulesOf(criteria).some(isWorkerRule);
     } catch {
       needed = false; // nested too deeply: check() refuses the criteria before anything runs
     }
@@ -158,14 +182,11 @@ export class ValidationEngine {
   validate(criteria: ValidationCriteria | undefined, output: string, context: Context): ValidationResult {
     if (criteria === undefined) return { valid: true, issues: [], suggestions: [] };
     const list = Array.isArray(criteria) ? criteria : [criteria];
-    const applicable = leaves(list).filter(
-      ({ rule }) =>
+    const applicable = rulesOf(criteria).filter(
+      (rule): rule is WorkerRule =>
         isWorkerRule(rule) && (rule.condition === undefined || evaluateCondition(rule.condition, context)),
     );
-    const results = this.runRules(
-      applicable.map(({ rule }) => rule as WorkerRule),
-      { text: output },
-    );
+    const results = applicable.length === 0 ? NO_RESULTS : this.runRules(applicable, { text: output });
     const outcome = this.all(list, output, context, results, 0);
     // Seed 002's failed validation: the general advice first, then the rules' own suggestions.
     const suggestions = outcome.pass ? [] : [GENERIC_SUGGESTION, ...outcome.suggestions];
@@ -201,7 +222,7 @@ export class ValidationEngine {
   /** Checks that every rule can be evaluated, without needing an output. */
   check(criteria: ValidationCriteria | undefined): void {
     if (criteria === undefined) return;
-    const rules = leaves(criteria).map(({ rule }) => rule);
+    const rules = rulesOf(criteria);
     for (const rule of rules) if (rule.type === 'length') checkLength(rule);
     const checks = rules.filter(isWorkerRule);
     for (const result of this.compile(checks)) {
@@ -333,7 +354,7 @@ export class ValidationEngine {
     list: readonly ValidationCriterion[],
     output: string,
     context: Context,
-    results: Map<WorkerRule, CheckResult | undefined>,
+    results: ReadonlyMap<WorkerRule, CheckResult | undefined>,
     depth: number,
   ): Outcome {
     const failed = list.map((c) => this.one(c, output, context, results, depth + 1)).filter((o) => !o.pass);
@@ -349,7 +370,7 @@ export class ValidationEngine {
     c: ValidationCriterion,
     output: string,
     context: Context,
-    results: Map<WorkerRule, CheckResult | undefined>,
+    results: ReadonlyMap<WorkerRule, CheckResult | undefined>,
     depth: number,
   ): Outcome {
     if (depth > MAX_DEPTH) tooDeep();
@@ -385,7 +406,7 @@ export class ValidationEngine {
     rule: ValidationRule,
     output: string,
     context: Context,
-    results: Map<WorkerRule, CheckResult | undefined>,
+    results: ReadonlyMap<WorkerRule, CheckResult | undefined>,
   ): Outcome {
     if (rule.condition !== undefined && !evaluateCondition(rule.condition, context)) return PASS;
     let pass: boolean;

@@ -41,6 +41,8 @@ interface Live {
  */
 export class ValidationWorkerClient {
   private live: Live | undefined;
+  /** Threads started so far (tests observe that a start needing no regex or schema check starts none). */
+  starts = 0;
 
   constructor(private readonly url: URL) {}
 
@@ -101,6 +103,7 @@ export class ValidationWorkerClient {
   }
 
   private spawn(): Live {
+    this.starts++;
     const { port1, port2 } = new MessageChannel();
     const signal = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
     const init: WorkerInit = { port: port2, signal };

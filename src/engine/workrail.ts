@@ -6,10 +6,10 @@
 import type { Violation } from '../model/violation.js';
 import {
   type Assessment,
-  ConditionSchema,
   type FunctionDefinition,
   isLoopStep,
   type LoopStep,
+  modelSchemas,
   PROMPT_BLOCK_ORDER,
   type PromptBlock,
   type PromptBlocks,
@@ -269,7 +269,7 @@ export function stepPromptText(step: PromptStep, context?: Context): string {
           if (d.runCondition === undefined) return true;
           // Kept as written (delegations are WorkRail's loose objects): one that is not a condition
           // never holds, as WorkRail's evaluator answers false for it.
-          const condition = ConditionSchema.safeParse(d.runCondition);
+          const condition = modelSchemas().ConditionSchema.safeParse(d.runCondition);
           return condition.success && evaluateCondition(condition.data, context);
         });
   const text = active.length > 0 ? delegationText(active) : NO_DELEGATION;

@@ -176,7 +176,9 @@ export async function checkDefinition(
   // Stage 2 (strict): what this server cannot evaluate or must not expose.
   const engine = policy.engine;
   if (engine === undefined) throw new Error('checkDefinition: the strict level needs the validation engine');
-  await engine.load();
+  // The worker thread (~15 MB, tens of ms to start and to compile ajv's meta-schema) starts only for a
+  // definition that has a regex or JSON Schema to compile; the other checks below run here.
+  if (needsWorker(model)) await engine.load();
   const strict = [
     ...engine.checkWorkflow(model),
     ...unevaluableContracts(model, engine),
@@ -394,6 +396,24 @@ function budgetViolations(workflow: Workflow): Violation[] {
     }
   }
   return out;
+}
+
+/**
+ * Whether the strict stage sends anything to the regex and JSON Schema worker: an input pattern, an
+ * output contract, or a regex or schema rule in some step's criteria (where ValidationEngine's
+ * checkWorkflow and unevaluableContracts below go to the worker, and nowhere else).
+ */
+export function needsWorker(workflow: Workflow): boolean {
+  for (const spec of Object.values(workflow.inputs ?? {})) if (spec.pattern !== undefined) return true;
+  for (const [step, path] of allSteps(workflow)) {
+    if (isCommandStep(step)) {
+      if (step.output_contract !== undefined) return true;
+    } else if (isPromptStep(step)) {
+      for (const [rule] of leafRules(step.validationCriteria, path))
+        if (rule.type === 'regex' || rule.type === 'schema') return true;
+    }
+  }
+  return false;
 }
 
 /** Output contracts and input patterns that cannot be evaluated (criteria are the engine's own check). */

@@ -3,7 +3,7 @@ import { didYouMean } from '../engine/nearest.js';
 import { expressionsIn, parseReference } from '../engine/templating.js';
 import { workrailViolations } from '../engine/workrail.js';
 import type { Violation } from '../model/violation.js';
-import { isCommandStep, isLoopStep, type Workflow, WorkflowSchema } from '../model/workflow.js';
+import { isCommandStep, isLoopStep, modelSchemas, type Workflow } from '../model/workflow.js';
 import { propertyNamesAt } from './schema-names.js';
 
 /**
@@ -16,7 +16,7 @@ export type DefinitionResult =
 
 /** Checks a parsed definition against the workflow schema and the rules a schema cannot express. */
 export function validateDefinition(data: unknown): DefinitionResult {
-  const parsed = WorkflowSchema.safeParse(data);
+  const parsed = modelSchemas().WorkflowSchema.safeParse(data);
   if (!parsed.success) return { ok: false, violations: issuesToViolations(parsed.error.issues, data) };
   const semantic = semanticViolations(parsed.data);
   return semantic.length > 0

@@ -128,6 +128,11 @@ export function guidanceTools({
   // The listing with readiness marks, rebuilt only when the definitions or the missing catalogs change
   // (the same object is handed out again, and its text copy is serialized once).
   let marked: { base: Listing; key: string; listing: Listing } | undefined;
+  /**
+   * The listed workflows that need some catalog, found once per listing (walking every step of a
+   * thousand workflows on each call was a third of a paged workflow_list).
+   */
+  let needing: { base: Listing; workflows: Workflow[] } | undefined;
   const listing = async (): Promise<Listing> => {
     await registry.ready();
     const base = registry.list();
@@ -141,12 +146,19 @@ export function guidanceTools({
       ))
     )
       return base;
+    if (needing?.base !== base) {
+      const workflows: Workflow[] = [];
+      for (const summary of base.workflows) {
+        const entry = registry.get(summary.id);
+        if (entry?.status === 'valid' && requiredCatalogs(entry.workflow).size > 0)
+          workflows.push(entry.workflow);
+      }
+      needing = { base, workflows };
+    }
     const reasons = new Map<string, string>();
-    for (const summary of base.workflows) {
-      const entry = registry.get(summary.id);
-      if (entry?.status !== 'valid' || requiredCatalogs(entry.workflow).size === 0) continue;
-      const reason = missingCatalogs(entry.workflow, catalogs);
-      if (reason !== undefined) reasons.set(summary.id, reason);
+    for (const workflow of needing.workflows) {
+      const reason = missingCatalogs(workflow, catalogs);
+      if (reason !== undefined) reasons.set(workflow.id, reason);
     }
     const key = JSON.stringify([...reasons]);
     if (marked?.base !== base || marked.key !== key) {
