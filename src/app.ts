@@ -46,6 +46,7 @@ import type { RunServices } from './runs/run-services.js';
 import type { ExecutionStore } from './store/execution-store.js';
 import { describeDatabaseUrl, lazyDocumentStore } from './store/runtime-documents.js';
 import { DATABASE_FILE } from './store/sqlite/sqlite-file.js';
+import { createLogger, type Logger, logLevelFrom } from './telemetry/log.js';
 import { BUILD_CHECKER_ID, DefinitionCache } from './workflows/definition-cache.js';
 import { PersonaRegistry } from './workflows/personas.js';
 import { WorkflowRegistry } from './workflows/registry.js';
@@ -62,8 +63,11 @@ export interface AppOptions {
    * dir). Called on first use, not at start.
    */
   openStore?: (config: Config) => Promise<ExecutionStore>;
-  /** Where diagnostics go (default: stderr). */
-  log?: (line: string) => void;
+  /**
+   * Where diagnostics go (default: pino on stderr at WORKFLOWLOOKUP_LOG_LEVEL; tests pass
+   * `silentLogger`).
+   */
+  log?: Logger;
   /** Watch the workflow sources for changes (default true). */
   watch?: boolean;
   /**
@@ -129,6 +133,8 @@ export interface AppServices {
    * scratch store of its own (never the server's), loaded on first use.
    */
   tests: () => Promise<WorkflowTests>;
+  /** The execution store, opened on first use (health checks and metrics read it). */
+  store: () => Promise<ExecutionStore>;
 }
 
 export interface App {
@@ -152,20 +158,26 @@ export interface App {
   onListChanged: (listener: (kind: 'tools' | 'prompts') => void) => () => void;
   /** Starts loading definitions and libraries in the background (after the handshake). */
   warmUp: () => void;
-  log: (line: string) => void;
+  log: Logger;
   /** Closes what was opened, newest first: servers, watchers, the store. */
   close: () => Promise<void>;
 }
 
-const stderrLog = (line: string) => process.stderr.write(`[workflowlookup] ${line}\n`);
+/** The server's logger: JSON lines on stderr (human ones on a terminal) at WORKFLOWLOOKUP_LOG_LEVEL. */
+function defaultLogger(config: Config): Logger {
+  const { level, problem } = logLevelFrom(config.env);
+  const log = createLogger({ level });
+  if (problem !== undefined) log.warn(problem);
+  return log;
+}
 
-async function openConfiguredStore(config: Config, log: (line: string) => void): Promise<ExecutionStore> {
+async function openConfiguredStore(config: Config, log: Logger): Promise<ExecutionStore> {
   const { openExecutionStore } = await import('./store/open-store.js');
   return openExecutionStore(config.databaseUrl ?? config.dataDir, { log });
 }
 
 export function createApp(config: Config, options: AppOptions = {}): App {
-  const log = options.log ?? stderrLog;
+  const log = options.log ?? defaultLogger(config);
   const engine = new ValidationEngine(
     options.validationWorker === undefined ? {} : { workerUrl: options.validationWorker },
   );
@@ -455,10 +467,10 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     warm = true;
     // The regex and JSON Schema worker is not started here: it holds ~15 MB, and starts when a check
     // (or a definition that must be checked) needs it.
-    registry.ready().catch((error: unknown) => log(`loading workflows failed: ${String(error)}`));
+    registry.ready().catch((error: unknown) => log.error(`loading workflows failed: ${String(error)}`));
     // Tasks a killed server left behind are resumed (or failed) without waiting for a client to ask.
     if (options.openStore !== undefined || existsSync(join(config.dataDir, DATABASE_FILE))) {
-      tasks.services().catch((error: unknown) => log(`recovering tasks failed: ${String(error)}`));
+      tasks.services().catch((error: unknown) => log.error(`recovering tasks failed: ${String(error)}`));
     }
   };
 
@@ -472,14 +484,16 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       personas.close();
       if (running) (await running.catch(() => undefined))?.tasks.close();
       if (store)
-        await store.close().catch((error: unknown) => log(`closing the store failed: ${String(error)}`));
+        await store
+          .close()
+          .catch((error: unknown) => log.error(`closing the store failed: ${String(error)}`));
     })();
     return closing;
   };
 
   return {
     config,
-    services: { registry, personas, engine, catalogs, catalogService, executions, tests },
+    services: { registry, personas, engine, catalogs, catalogService, executions, tests, store: sharedStore },
     runner,
     resources,
     prompts,

@@ -7,6 +7,7 @@ import { loadConfig } from '../src/config.js';
 import { directCalls } from '../src/protocol/mcp-server.js';
 import { ProtocolRules } from '../src/protocol/rules.js';
 import { channelOf } from '../src/protocol/transport-channel.js';
+import { silentLogger } from '../src/telemetry/log.js';
 import { toolAliases } from '../src/transports/stdio.js';
 import { type Sandbox, sandbox } from './helpers/server.js';
 import { validationWorkerUrl } from './helpers/validation-worker.js';
@@ -67,7 +68,7 @@ beforeAll(async () => {
   );
   app = createApp(
     loadConfig({ env: { ...sb.env, WORKFLOWLOOKUP_DATA_DIR: join(sb.root, 'data') }, cwd: sb.project }),
-    { watch: false, log: () => undefined, validationWorker: await validationWorkerUrl() },
+    { watch: false, log: silentLogger, validationWorker: await validationWorkerUrl() },
   );
 });
 afterAll(async () => {

@@ -344,8 +344,7 @@ export function dashboardMount(
     handle(req, res, context) {
       return guard(req, res, context).catch((error: unknown) => {
         const status = error instanceof HttpError ? error.status : 500;
-        if (status === 500)
-          app.log(`dashboard: ${req.method} ${req.url}: ${(error as Error)?.stack ?? error}`);
+        if (status === 500) app.log.error({ err: error }, `dashboard: ${req.method} ${req.url}`);
         if (res.headersSent) {
           res.destroy();
           return;

@@ -32,6 +32,7 @@ import { classify, ProtocolRules } from '../protocol/rules.js';
 import { hasScope, SCOPE_DESCRIPTIONS, SCOPES, type ScopeTables, scopeFor } from '../protocol/scopes.js';
 import type { ToolSwitch } from '../protocol/tool-switch.js';
 import { channelOf } from '../protocol/transport-channel.js';
+import { withIncomingHeaders } from '../telemetry/trace.js';
 import { createAuthenticator } from './http-auth.js';
 import { RateLimiter } from './rate-limit.js';
 import { SessionEvents } from './session-events.js';
@@ -87,6 +88,8 @@ export interface RunningHttp {
   port: number;
   /** Stops accepting, lets in-flight requests finish (up to `graceMs`), then ends streams and sessions. */
   close(graceMs?: number): Promise<void>;
+  /** Open 2025-11-25 sessions per principal (the sessions gauge of /metrics). */
+  sessionsByPrincipal(): Map<string, number>;
 }
 
 interface Session {
@@ -177,7 +180,14 @@ function principalOf(auth: AuthInfo | undefined): string {
 export async function startHttp(
   app: App,
   settings: HttpSettings,
-  options: { mounts?: Record<string, Mount> } = {},
+  options: {
+    mounts?: Record<string, Mount>;
+    /**
+     * Answers load balancer probes (/healthz, /readyz) before anything else: no Host check (a probe
+     * names the pod's address), no authentication, and still while the server drains. False: not one.
+     */
+    probes?: (req: IncomingMessage, res: ServerResponse) => boolean;
+  } = {},
 ): Promise<RunningHttp> {
   const { log } = app;
   const maxBody = app.config.maxMessageBytes;
@@ -234,7 +244,7 @@ export async function startHttp(
         tools,
       );
     },
-    { legacy: 'reject', maxRequestBodySize: maxBody, onerror: (e) => log(`http: ${e.message}`) },
+    { legacy: 'reject', maxRequestBodySize: maxBody, onerror: (e) => log.warn(`http: ${e.message}`) },
   );
   const modernNode = toNodeHandler(modern, { maxRequestBodySize: maxBody });
 
@@ -410,6 +420,7 @@ export async function startHttp(
   let drained: (() => void) | undefined;
 
   const listener = async (req: Req, res: ServerResponse): Promise<void> => {
+    if (options.probes?.(req, res)) return;
     if (closing)
       return json(res, 503, rpcError(-32000, 'The server is shutting down'), { connection: 'close' });
     // DNS rebinding: a page elsewhere must not reach a local server through a hostile name.
@@ -505,9 +516,9 @@ export async function startHttp(
     // A GET holds a notification stream open for as long as the client wants: not work to wait for.
     const counted = req.method !== 'GET';
     if (counted) inflight++;
-    listener(req as Req, res)
+    withIncomingHeaders(req.headers, () => listener(req as Req, res))
       .catch((error: unknown) => {
-        log(`http: ${(error as Error).stack ?? String(error)}`);
+        log.error({ err: error }, 'http: the request failed');
         json(res, 500, rpcError(-32603, 'Internal error'));
       })
       .finally(() => {
@@ -545,6 +556,11 @@ export async function startHttp(
   return {
     url: `http://${host}:${port}${settings.path}`,
     port,
+    sessionsByPrincipal() {
+      const counts = new Map<string, number>();
+      for (const s of sessions.values()) counts.set(s.principal, (counts.get(s.principal) ?? 0) + 1);
+      return counts;
+    },
     async close(graceMs = 10_000) {
       closing = true;
       clearInterval(sweep);

@@ -43,7 +43,7 @@ export function serveAppOnStdio(
       .close()
       .then(() => (options.closeApp === false ? undefined : app.close()))
       .then(finish, (error: unknown) => {
-        app.log(`shutdown: ${String(error)}`);
+        app.log.error(`shutdown: ${String(error)}`);
         finish();
       });
   };
@@ -71,7 +71,7 @@ export function serveAppOnStdio(
     (ctx) => (server = app.serverFactory({ detach: (id) => rules.detach(id), era: ctx.era, tools })),
     {
       transport: rules,
-      onerror: (error) => app.log(`protocol: ${error.message}`),
+      onerror: (error) => app.log.warn(`protocol: ${error.message}`),
     },
   );
   return { done, stop };

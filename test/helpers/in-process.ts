@@ -11,6 +11,7 @@ import { localCaller } from '../../src/executions/execution-model.js';
 import { directCalls } from '../../src/protocol/mcp-server.js';
 import { ProtocolRules } from '../../src/protocol/rules.js';
 import { channelOf } from '../../src/protocol/transport-channel.js';
+import { silentLogger } from '../../src/telemetry/log.js';
 import { startHttp } from '../../src/transports/http.js';
 import { toolAliases } from '../../src/transports/stdio.js';
 import type { Sandbox } from './server.js';
@@ -22,7 +23,7 @@ type Json = Record<string, any>;
 async function wired(sb: Sandbox, env: Record<string, string>, options: AppOptions = {}) {
   const app = createApp(loadConfig({ env: { ...sb.env, ...env }, cwd: sb.project }), {
     watch: false,
-    log: () => undefined,
+    log: silentLogger,
     validationWorker: await validationWorkerUrl(),
     ...options,
   });
@@ -94,7 +95,7 @@ export async function inProcessHttp(sb: Sandbox, env: Record<string, string> = {
   const config = loadConfig({ env: { ...sb.env, WORKFLOWLOOKUP_RATE_LIMIT: '0', ...env }, cwd: sb.project });
   const app = createApp(config, {
     watch: false,
-    log: () => undefined,
+    log: silentLogger,
     validationWorker: await validationWorkerUrl(),
     ...options,
   });

@@ -1,0 +1,157 @@
+/**
+ * Spans through the OpenTelemetry API. The API alone records nothing; the SDK and an exporter are
+ * loaded (otel.ts, a dynamic import) only when an `OTEL_*` variable asks for traces, so a server
+ * without them pays one boolean test per span site.
+ */
+import {
+  type Attributes,
+  type Context,
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
+
+export type { Attributes, Span };
+export { SpanKind };
+
+let enabled = false;
+
+/** Whether spans are recorded (an SDK is installed); set by otel.ts. */
+export function tracingEnabled(): boolean {
+  return enabled;
+}
+
+/** Called by otel.ts once its provider, propagator and context manager are the global ones. */
+export function setTracingEnabled(on: boolean): void {
+  enabled = on;
+}
+
+const tracer = () => trace.getTracer('workflowlookup');
+
+/** Keys of the attributes spans carry: what an operator filters on. Never a token or a secret. */
+export const ATTR = {
+  workflow: 'workflowlookup.workflow.id',
+  execution: 'workflowlookup.execution.id',
+  step: 'workflowlookup.step.id',
+  principal: 'enduser.id',
+  tool: 'gen_ai.tool.name',
+  method: 'mcp.method.name',
+  requestId: 'jsonrpc.request.id',
+  session: 'mcp.session.id',
+  correlation: 'workflowlookup.correlation_id',
+} as const;
+
+/** Attributes without the undefined ones (the API drops them anyway; this keeps types exact). */
+function clean(attributes: Record<string, string | number | boolean | undefined>): Attributes {
+  const out: Attributes = {};
+  for (const [key, value] of Object.entries(attributes)) if (value !== undefined) out[key] = value;
+  return out;
+}
+
+/**
+ * Runs `fn` in a span that ends when it settles; a thrown error marks the span failed. Without an SDK,
+ * `fn` runs as it is, given no span.
+ */
+export function inSpan<T>(
+  name: string,
+  attributes: Record<string, string | number | boolean | undefined>,
+  fn: (span: Span | undefined) => Promise<T>,
+  kind: SpanKind = SpanKind.INTERNAL,
+): Promise<T> {
+  if (!enabled) return fn(undefined);
+  return tracer().startActiveSpan(name, { kind, attributes: clean(attributes) }, async (span) => {
+    try {
+      return await fn(span);
+    } catch (error) {
+      failed(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** Marks a span failed with what was thrown (its message only: a stack says nothing to an operator). */
+export function failed(span: Span | undefined, error: unknown): void {
+  if (span === undefined) return;
+  const message = error instanceof Error ? error.message : String(error);
+  span.recordException({ name: (error as Error)?.name ?? 'Error', message });
+  span.setStatus({ code: SpanStatusCode.ERROR, message });
+}
+
+/** A span whose end is up to the caller (an MCP request ends when its answer is written). */
+export interface OpenSpan {
+  span: Span;
+  context: Context;
+  /** Runs `fn` with this span as the active one, so spans it starts (and their awaits) are children. */
+  run<T>(fn: () => T): T;
+  end(error?: string): void;
+}
+
+/** The W3C trace context a carrier (HTTP headers, an MCP `_meta`) names, over the active context. */
+function parentFrom(carrier: Record<string, unknown> | undefined): Context {
+  const active = context.active();
+  if (carrier === undefined || typeof carrier.traceparent !== 'string') return active;
+  return propagation.extract(active, carrier, {
+    keys: (c) => Object.keys(c),
+    get: (c, key) => {
+      const value = c[key];
+      return typeof value === 'string' ? value : undefined;
+    },
+  });
+}
+
+/**
+ * Starts the span of one MCP request, as a child of the trace context in its `_meta` (`traceparent`,
+ * `tracestate`) when there is one, else of the active context (an HTTP request's headers).
+ */
+export function startRequestSpan(
+  name: string,
+  attributes: Record<string, string | number | boolean | undefined>,
+  meta: Record<string, unknown> | undefined,
+): OpenSpan | undefined {
+  if (!enabled) return undefined;
+  const parent = parentFrom(meta);
+  const span = tracer().startSpan(name, { kind: SpanKind.SERVER, attributes: clean(attributes) }, parent);
+  const ctx = trace.setSpan(parent, span);
+  return {
+    span,
+    context: ctx,
+    run: (fn) => context.with(ctx, fn),
+    end(error) {
+      if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+      span.end();
+    },
+  };
+}
+
+/** Runs `fn` in the trace context of incoming HTTP headers (`traceparent`, `tracestate`), if any. */
+export function withIncomingHeaders<T>(headers: Record<string, unknown>, fn: () => T): T {
+  if (!enabled || typeof headers.traceparent !== 'string') return fn();
+  return context.with(parentFrom(headers), fn);
+}
+
+/** Adds the active trace context to outgoing HTTP headers (a command step's call). */
+export function injectTraceHeaders(headers: Record<string, string>): void {
+  if (enabled) propagation.inject(context.active(), headers);
+}
+
+/** Sets attributes on the active span (the request's, or a step's), for what becomes known later. */
+export function annotate(attributes: Record<string, string | number | boolean | undefined>): void {
+  if (enabled) trace.getActiveSpan()?.setAttributes(clean(attributes));
+}
+
+/** The active trace and span ids, for log lines. */
+export function activeTraceIds(): { trace_id: string; span_id: string } | undefined {
+  if (!enabled) return undefined;
+  const span = trace.getSpan(context.active());
+  if (span === undefined) return undefined;
+  const { traceId, spanId } = span.spanContext();
+  return { trace_id: traceId, span_id: spanId };
+}
+
+export { ROOT_CONTEXT };
