@@ -144,7 +144,7 @@ describe('traces (OpenTelemetry, in-memory exporter)', () => {
     // The call is the step's descendant (through the command phase), in the client's trace.
     let cursor: ReadableSpan | undefined = call;
     while (cursor !== undefined && idOf(cursor) !== idOf(step)) {
-      const parent = cursor.parentSpanContext?.spanId;
+      const parent: string | undefined = cursor.parentSpanContext?.spanId;
       cursor = spans.find((s) => idOf(s) === parent);
     }
     expect(cursor).toBe(step);
