@@ -420,7 +420,7 @@ export class PostgresExecutionStore implements ExecutionStore {
           if (attempt < MAX_ATTEMPTS) {
             metrics.transactionRetry('postgres');
             // Rare at READ COMMITTED (a deadlock, two inserts of one key): worth a line when it happens.
-            this.log?.debug(
+            this.log?.info(
               `PostgreSQL: a transaction runs again (attempt ${attempt + 1}) after ${this.describe(cause)}`,
             );
             await pause(Math.random() * Math.min(100, 2 ** attempt));
