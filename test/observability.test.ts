@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import { loadConfig, loadHttpSettings } from '../src/config.js';
+import { createTestDatabase, findTestServer, skipNotice } from '../src/store/postgres/test-database.js';
 import { Health } from '../src/telemetry/health.js';
 import { silentLogger } from '../src/telemetry/log.js';
 import { startHttp } from '../src/transports/http.js';
@@ -24,6 +25,9 @@ steps:
     title: Second
     prompt: Do the second thing.
 `;
+
+const pg = await findTestServer();
+if (pg.url === undefined) process.stderr.write(skipNotice('metrics on PostgreSQL', pg.why));
 
 const open: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -201,5 +205,30 @@ describe('/metrics (Prometheus text format)', () => {
     await expect(serveObserved({ WORKFLOWLOOKUP_METRICS_PORT: 'ninety' })).rejects.toThrow(
       /WORKFLOWLOOKUP_METRICS_PORT/,
     );
+  });
+});
+
+describe.skipIf(pg.url === undefined)('/metrics and /readyz on PostgreSQL', () => {
+  it('the pool gauge shows connections; readiness checks the PostgreSQL schema', async () => {
+    const db = await createTestDatabase(pg.url as string);
+    open.push(() => db.drop());
+    const s = await serveObserved({
+      WORKFLOWLOOKUP_DATABASE_URL: (await db.schema()).url,
+      WORKFLOWLOOKUP_TOKEN_SECRET: 'observability-postgres-secret-0123456789abcdef',
+    });
+    const res = await ready(s.get);
+    expect(await res.json()).toMatchObject({ ready: true, checks: { store: 'ok', workflows: 'ok' } });
+    const client = await httpClient(s.http.url);
+    try {
+      await callTool(client, 'workflow_start', { workflow_name: 'observed' });
+    } finally {
+      await client.close();
+    }
+    const text = await (await s.get('/metrics')).text();
+    expect(text).toMatch(/^workflowlookup_postgres_pool_connections\{state="total"\} [1-9]\d*$/m);
+    expect(text).toContain('workflowlookup_postgres_pool_connections{state="max"} 10');
+    expect(text).toMatch(/^workflowlookup_postgres_pool_connections\{state="waiting"\} 0$/m);
+    expect(text).toContain('workflowlookup_executions{state="running"} 1');
+    expect(text).toMatch(/^workflowlookup_sqlite_wal_bytes 0$/m);
   });
 });

@@ -152,7 +152,7 @@ export function createPrometheus(sources: MetricSources): Prometheus {
   };
   new Gauge({
     name: `${PREFIX}sqlite_wal_bytes`,
-    help: 'Size of the SQLite write-ahead log (checkpoints shrink it back); absent with PostgreSQL',
+    help: 'Size of the SQLite write-ahead log (checkpoints shrink it back); 0 with PostgreSQL',
     registers: [registry],
     async collect() {
       const wal = (await storeFigures())?.walBytes;
