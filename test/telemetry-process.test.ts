@@ -75,6 +75,11 @@ describe('telemetry off: free', () => {
     expect(chunks.some((u) => /\/dist\/chunks\/main-[A-Z0-9]+\.js$/.test(u))).toBe(true);
     // ...and neither the SDK's chunk nor the metrics registry's.
     expect(chunks.filter((u) => /\/(otel|prometheus|observability)-[A-Z0-9]+\.js$/.test(u))).toEqual([]);
+    // Not even the OpenTelemetry API (its global tracer proxy) is loaded: only its types are imported.
+    const withApi = chunks.filter((u) =>
+      readFileSync(new URL(u), 'utf8').includes('new ProxyTracerProvider()'),
+    );
+    expect(withApi).toEqual([]);
   });
 });
 

@@ -5,7 +5,7 @@
  * exporter, which reads its endpoint, headers and timeout from the standard `OTEL_EXPORTER_OTLP_*`
  * variables itself. Sampling follows `OTEL_TRACES_SAMPLER` (read by the provider).
  */
-import { context, propagation, trace } from '@opentelemetry/api';
+import * as api from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -16,7 +16,7 @@ import {
   SimpleSpanProcessor,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
-import { setTracingEnabled } from './trace.js';
+import { setTracingApi } from './trace.js';
 
 export interface TracingOptions {
   /** The service's version, a resource attribute. */
@@ -46,21 +46,21 @@ export function startTracing(env: NodeJS.ProcessEnv, options: TracingOptions): T
     ],
   });
   const contextManager = new AsyncLocalStorageContextManager().enable();
-  context.setGlobalContextManager(contextManager);
-  propagation.setGlobalPropagator(
+  api.context.setGlobalContextManager(contextManager);
+  api.propagation.setGlobalPropagator(
     new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
   );
-  trace.setGlobalTracerProvider(provider);
-  setTracingEnabled(true);
+  api.trace.setGlobalTracerProvider(provider);
+  setTracingApi(api);
   return {
     forceFlush: () => provider.forceFlush(),
     async shutdown() {
-      setTracingEnabled(false);
+      setTracingApi(undefined);
       await provider.shutdown();
       // The API's globals can be set once; disabling them lets a test (or a restart in-process) set them again.
-      trace.disable();
-      propagation.disable();
-      context.disable();
+      api.trace.disable();
+      api.propagation.disable();
+      api.context.disable();
     },
   };
 }

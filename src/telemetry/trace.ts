@@ -3,34 +3,34 @@
  * loaded (otel.ts, a dynamic import) only when an `OTEL_*` variable asks for traces, so a server
  * without them pays one boolean test per span site.
  */
-import {
-  type Attributes,
-  type Context,
-  context,
-  propagation,
-  ROOT_CONTEXT,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-} from '@opentelemetry/api';
+import type * as Api from '@opentelemetry/api';
+import type { Attributes, Context, Span } from '@opentelemetry/api';
 
 export type { Attributes, Span };
-export { SpanKind };
 
-let enabled = false;
+/** The API's SpanKind values, so that this module needs no import of the API while traces are off. */
+export const SpanKind = { INTERNAL: 0, SERVER: 1, CLIENT: 2 } as const;
+export type SpanKind = (typeof SpanKind)[keyof typeof SpanKind];
+/** SpanStatusCode.ERROR. */
+const STATUS_ERROR = 2;
+
+/**
+ * The OpenTelemetry API, once otel.ts has installed the SDK behind it; undefined while traces are off
+ * (then not even the API is loaded: only types are imported above).
+ */
+let api: typeof Api | undefined;
 
 /** Whether spans are recorded (an SDK is installed); set by otel.ts. */
 export function tracingEnabled(): boolean {
-  return enabled;
+  return api !== undefined;
 }
 
-/** Called by otel.ts once its provider, propagator and context manager are the global ones. */
-export function setTracingEnabled(on: boolean): void {
-  enabled = on;
+/** Called by otel.ts once its provider, propagator and context manager are the global ones (undefined: off). */
+export function setTracingApi(next: typeof Api | undefined): void {
+  api = next;
 }
 
-const tracer = () => trace.getTracer('workflowlookup');
+const tracer = (a: typeof Api) => a.trace.getTracer('workflowlookup');
 
 /** Keys of the attributes spans carry: what an operator filters on. Never a token or a secret. */
 export const ATTR = {
@@ -62,8 +62,8 @@ export function inSpan<T>(
   fn: (span: Span | undefined) => Promise<T>,
   kind: SpanKind = SpanKind.INTERNAL,
 ): Promise<T> {
-  if (!enabled) return fn(undefined);
-  return tracer().startActiveSpan(name, { kind, attributes: clean(attributes) }, async (span) => {
+  if (api === undefined) return fn(undefined);
+  return tracer(api).startActiveSpan(name, { kind, attributes: clean(attributes) }, async (span) => {
     try {
       return await fn(span);
     } catch (error) {
@@ -80,7 +80,7 @@ export function failed(span: Span | undefined, error: unknown): void {
   if (span === undefined) return;
   const message = error instanceof Error ? error.message : String(error);
   span.recordException({ name: (error as Error)?.name ?? 'Error', message });
-  span.setStatus({ code: SpanStatusCode.ERROR, message });
+  span.setStatus({ code: STATUS_ERROR, message });
 }
 
 /** A span whose end is up to the caller (an MCP request ends when its answer is written). */
@@ -93,10 +93,10 @@ export interface OpenSpan {
 }
 
 /** The W3C trace context a carrier (HTTP headers, an MCP `_meta`) names, over the active context. */
-function parentFrom(carrier: Record<string, unknown> | undefined): Context {
-  const active = context.active();
+function parentFrom(a: typeof Api, carrier: Record<string, unknown> | undefined): Context {
+  const active = a.context.active();
   if (carrier === undefined || typeof carrier.traceparent !== 'string') return active;
-  return propagation.extract(active, carrier, {
+  return a.propagation.extract(active, carrier, {
     keys: (c) => Object.keys(c),
     get: (c, key) => {
       const value = c[key];
@@ -114,16 +114,17 @@ export function startRequestSpan(
   attributes: Record<string, string | number | boolean | undefined>,
   meta: Record<string, unknown> | undefined,
 ): OpenSpan | undefined {
-  if (!enabled) return undefined;
-  const parent = parentFrom(meta);
-  const span = tracer().startSpan(name, { kind: SpanKind.SERVER, attributes: clean(attributes) }, parent);
-  const ctx = trace.setSpan(parent, span);
+  const a = api;
+  if (a === undefined) return undefined;
+  const parent = parentFrom(a, meta);
+  const span = tracer(a).startSpan(name, { kind: SpanKind.SERVER, attributes: clean(attributes) }, parent);
+  const ctx = a.trace.setSpan(parent, span);
   return {
     span,
     context: ctx,
-    run: (fn) => context.with(ctx, fn),
+    run: (fn) => a.context.with(ctx, fn),
     end(error) {
-      if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+      if (error !== undefined) span.setStatus({ code: STATUS_ERROR, message: error });
       span.end();
     },
   };
@@ -131,27 +132,25 @@ export function startRequestSpan(
 
 /** Runs `fn` in the trace context of incoming HTTP headers (`traceparent`, `tracestate`), if any. */
 export function withIncomingHeaders<T>(headers: Record<string, unknown>, fn: () => T): T {
-  if (!enabled || typeof headers.traceparent !== 'string') return fn();
-  return context.with(parentFrom(headers), fn);
+  if (api === undefined || typeof headers.traceparent !== 'string') return fn();
+  return api.context.with(parentFrom(api, headers), fn);
 }
 
 /** Adds the active trace context to outgoing HTTP headers (a command step's call). */
 export function injectTraceHeaders(headers: Record<string, string>): void {
-  if (enabled) propagation.inject(context.active(), headers);
+  api?.propagation.inject(api.context.active(), headers);
 }
 
 /** Sets attributes on the active span (the request's, or a step's), for what becomes known later. */
 export function annotate(attributes: Record<string, string | number | boolean | undefined>): void {
-  if (enabled) trace.getActiveSpan()?.setAttributes(clean(attributes));
+  api?.trace.getActiveSpan()?.setAttributes(clean(attributes));
 }
 
 /** The active trace and span ids, for log lines. */
 export function activeTraceIds(): { trace_id: string; span_id: string } | undefined {
-  if (!enabled) return undefined;
-  const span = trace.getSpan(context.active());
+  if (api === undefined) return undefined;
+  const span = api.trace.getSpan(api.context.active());
   if (span === undefined) return undefined;
   const { traceId, spanId } = span.spanContext();
   return { trace_id: traceId, span_id: spanId };
 }
-
-export { ROOT_CONTEXT };
