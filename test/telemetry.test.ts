@@ -125,6 +125,14 @@ describe('traces (OpenTelemetry, in-memory exporter)', () => {
     expect(transactions.length).toBeGreaterThan(0);
     expect(new Set(transactions.map((s) => s.name))).toEqual(new Set(['store transaction']));
     expect(transactions[0]?.attributes['db.system.name']).toBe('sqlite');
+    // The step's output check, inside the transaction that records it.
+    const check = one(spans, 'validation check');
+    expect(transactions.map(idOf)).toContain(check.parentSpanContext?.spanId);
+    expect(check.attributes).toEqual({
+      [ATTR.workflow]: 'traced-durable',
+      [ATTR.step]: 'first',
+      'workflowlookup.validation.valid': true,
+    });
     // Never a token or an output in a span.
     const recorded = JSON.stringify(spans.map((s) => [s.name, s.attributes, s.events]));
     expect(recorded).not.toContain(token);

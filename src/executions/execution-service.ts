@@ -43,7 +43,7 @@ import { ExecutionQueries } from './execution-queries.js';
 export { ExecutionQueries };
 
 import { metrics } from '../telemetry/metrics.js';
-import { ATTR, annotate, inSpan } from '../telemetry/trace.js';
+import { ATTR, annotate, inSpan, inSpanSync } from '../telemetry/trace.js';
 import { StepMachine } from './execution-steps.js';
 import type { TokenPayload, TokenService } from './tokens.js';
 
@@ -422,8 +422,16 @@ export class ExecutionService {
       await engine.loadFor(step.validationCriteria);
       let validation: ValidationResult;
       try {
-        engine.check(step.validationCriteria);
-        validation = engine.validate(step.validationCriteria, output.summary, context);
+        validation = inSpanSync(
+          'validation check',
+          { [ATTR.workflow]: workflow.id, [ATTR.step]: step.id },
+          (span) => {
+            engine.check(step.validationCriteria);
+            const result = engine.validate(step.validationCriteria, output.summary, context);
+            span?.setAttribute('workflowlookup.validation.valid', result.valid);
+            return result;
+          },
+        );
       } catch (error) {
         fail({
           code: 'criteria_invalid',

@@ -75,6 +75,25 @@ export function inSpan<T>(
   });
 }
 
+/** `inSpan` for synchronous work (a validation check). */
+export function inSpanSync<T>(
+  name: string,
+  attributes: Record<string, string | number | boolean | undefined>,
+  fn: (span: Span | undefined) => T,
+): T {
+  if (api === undefined) return fn(undefined);
+  return tracer(api).startActiveSpan(name, { attributes: clean(attributes) }, (span) => {
+    try {
+      return fn(span);
+    } catch (error) {
+      failed(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
 /** Marks a span failed with what was thrown (its message only: a stack says nothing to an operator). */
 export function failed(span: Span | undefined, error: unknown): void {
   if (span === undefined) return;
