@@ -46,6 +46,7 @@ import type { RunServices } from './runs/run-services.js';
 import type { ExecutionStore } from './store/execution-store.js';
 import { describeDatabaseUrl, lazyDocumentStore } from './store/runtime-documents.js';
 import { DATABASE_FILE } from './store/sqlite/sqlite-file.js';
+import { setRequestScopes } from './telemetry/context.js';
 import { createLogger, type Logger, logLevelFrom } from './telemetry/log.js';
 import { BUILD_CHECKER_ID, DefinitionCache } from './workflows/definition-cache.js';
 import { PersonaRegistry } from './workflows/personas.js';
@@ -166,6 +167,8 @@ export interface App {
 /** The server's logger: JSON lines on stderr (human ones on a terminal) at WORKFLOWLOOKUP_LOG_LEVEL. */
 function defaultLogger(config: Config): Logger {
   const { level, problem } = logLevelFrom(config.env);
+  // Every line of a request names it only where that is worth its cost (telemetry/context.ts).
+  if (level === 'debug' || level === 'trace') setRequestScopes(true);
   const log = createLogger({ level });
   if (problem !== undefined) log.warn(problem);
   return log;

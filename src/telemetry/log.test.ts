@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { inRequestScope, requestScope } from './context.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { inRequestScope, requestScope, setRequestScopes } from './context.js';
 import { createLogger, humanLine, logLevelFrom } from './log.js';
 
 function capture(human = false) {
@@ -7,6 +7,8 @@ function capture(human = false) {
   const log = createLogger({ level: 'debug', human, stream: { write: (l: string) => lines.push(l) } });
   return { log, lines };
 }
+
+beforeAll(() => setRequestScopes(true));
 
 describe('the logger', () => {
   it('writes one JSON line per event with its level, and the correlation id inside a request', () => {

@@ -16,6 +16,7 @@ import {
   SimpleSpanProcessor,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
+import { setRequestScopes } from './context.js';
 import { setTracingApi } from './trace.js';
 
 export interface TracingOptions {
@@ -52,6 +53,7 @@ export function startTracing(env: NodeJS.ProcessEnv, options: TracingOptions): T
   );
   api.trace.setGlobalTracerProvider(provider);
   setTracingApi(api);
+  setRequestScopes(true);
   return {
     forceFlush: () => provider.forceFlush(),
     async shutdown() {
