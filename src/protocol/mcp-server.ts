@@ -16,7 +16,7 @@ import type { ResourceDefinition } from '../faces/resource.js';
 import type { ToolContext, ToolDefinition } from '../faces/tool.js';
 import type { Logger } from '../telemetry/log.js';
 import { metrics } from '../telemetry/metrics.js';
-import { ATTR, failed, inSpan } from '../telemetry/trace.js';
+import { ATTR, failed, inSpan, tracingEnabled } from '../telemetry/trace.js';
 import { canonicalArguments } from './aliases.js';
 import {
   confirmationFor,
@@ -117,7 +117,8 @@ export function createToolRunner(tools: readonly ToolDefinition[], log: Logger):
         };
       }
       const started = metrics.start();
-      const outcome = await inSpan(`tool ${name}`, toolAttributes(name, params, ctx), async (span) => {
+      const attributes = tracingEnabled() ? toolAttributes(name, params, ctx) : {};
+      const outcome = await inSpan(`tool ${name}`, attributes, async (span) => {
         const answer = await runTool(tool, params, ctx);
         if (span !== undefined && 'error' in answer) failed(span, answer.error.message);
         return answer;
