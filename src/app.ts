@@ -57,6 +57,8 @@ import {
   type RuntimeDocumentStore,
 } from './store/runtime-documents.js';
 import { DATABASE_FILE } from './store/sqlite/sqlite-file.js';
+import { setRequestScopes } from './telemetry/context.js';
+import { createLogger, type Logger, logLevelFrom } from './telemetry/log.js';
 import type { CheckPolicy } from './workflows/check.js';
 import { BUILD_CHECKER_ID, DefinitionCache } from './workflows/definition-cache.js';
 import { PersonaRegistry } from './workflows/personas.js';
@@ -75,8 +77,11 @@ export interface AppOptions {
    * dir). Called on first use, not at start.
    */
   openStore?: (config: Config) => Promise<ExecutionStore>;
-  /** Where diagnostics go (default: stderr). */
-  log?: (line: string) => void;
+  /**
+   * Where diagnostics go (default: pino on stderr at WORKFLOWLOOKUP_LOG_LEVEL; tests pass
+   * `silentLogger`).
+   */
+  log?: Logger;
   /** Watch the workflow sources for changes (default true). */
   watch?: boolean;
   /**
@@ -137,6 +142,8 @@ export interface AppServices {
    * (opened after the service migrated the store); otherwise the service's own queries.
    */
   readQueries: () => Promise<ExecutionQueries>;
+  /** The execution store, opened on first use (health checks and metrics read it). */
+  store: () => Promise<ExecutionStore>;
 }
 
 export interface App {
@@ -160,12 +167,20 @@ export interface App {
   onListChanged: (listener: (kind: 'tools' | 'prompts') => void) => () => void;
   /** Starts loading definitions and libraries in the background (after the handshake). */
   warmUp: () => void;
-  log: (line: string) => void;
+  log: Logger;
   /** Closes what was opened, newest first: servers, watchers, the store. */
   close: () => Promise<void>;
 }
 
-const stderrLog = (line: string) => process.stderr.write(`[workflowlookup] ${line}\n`);
+/** The server's logger: JSON lines on stderr (human ones on a terminal) at WORKFLOWLOOKUP_LOG_LEVEL. */
+function defaultLogger(config: Config): Logger {
+  const { level, problem } = logLevelFrom(config.env);
+  // Every line of a request names it only where that is worth its cost (telemetry/context.ts).
+  if (level === 'debug' || level === 'trace') setRequestScopes(true);
+  const log = createLogger({ level });
+  if (problem !== undefined) log.warn(problem);
+  return log;
+}
 
 // -------------------------------------------------------------------------------------------------
 // The builders. Each builds one part from the configuration and the parts it names; createApp composes
@@ -186,7 +201,7 @@ export function buildEngine(options: Pick<AppOptions, 'validationWorker'> = {}):
  */
 export async function openStoreAt(
   target: string,
-  options: { log?: (line: string) => void; readOnly?: boolean } = {},
+  options: { log?: Logger; readOnly?: boolean } = {},
 ): Promise<ExecutionStore> {
   const { openExecutionStore } = await import('./store/open-store.js');
   return openExecutionStore(target, options);
@@ -202,7 +217,7 @@ export interface SharedStore {
 
 export function buildStore(
   config: Config,
-  options: { openStore?: AppOptions['openStore']; log: (line: string) => void },
+  options: { openStore?: AppOptions['openStore']; log: Logger },
 ): SharedStore {
   const openStore =
     options.openStore ?? ((c: Config) => openStoreAt(c.databaseUrl ?? c.dataDir, { log: options.log }));
@@ -228,7 +243,7 @@ export function buildStore(
 export function buildDocuments(
   config: Config,
   store: SharedStore,
-  log: (line: string) => void,
+  log: Logger,
 ): { documents: RuntimeDocumentStore; source: WorkflowSource } | undefined {
   if (config.databaseUrl === undefined) return undefined;
   const documents = lazyDocumentStore(
@@ -255,7 +270,7 @@ export function buildRegistry(
     watch?: boolean | undefined;
     checkerId?: string | undefined;
     shippedDefinitions?: ShippedDefinitions | undefined;
-    log: (line: string) => void;
+    log: Logger;
   },
 ): WorkflowRegistry {
   // Checked definitions survive a restart (built code only: the cache is keyed by the build's checker).
@@ -353,7 +368,7 @@ export function buildServices(
     runtime: RuntimeWorkflows;
     /** True when the store is the configured one (not a test's openStore): the dashboard may read beside it. */
     configuredStore: boolean;
-    log: (line: string) => void;
+    log: Logger;
   },
 ) {
   const { store, registry, personas, engine, runtime, log } = parts;
@@ -443,7 +458,9 @@ export function buildServices(
     close: async () => {
       (await runs.built()?.catch(() => undefined))?.tasks.close();
       const reader = (await readOnly.built()?.catch(() => undefined))?.reader;
-      await reader?.close().catch((error: unknown) => log(`closing the reader failed: ${String(error)}`));
+      await reader
+        ?.close()
+        .catch((error: unknown) => log.error(`closing the reader failed: ${String(error)}`));
     },
   };
 }
@@ -461,7 +478,7 @@ interface ProtocolParts {
   tests: () => Promise<WorkflowTests>;
   runServices: () => Promise<RunServices>;
   fixtures: ConformanceFixtures | undefined;
-  log: (line: string) => void;
+  log: Logger;
 }
 
 /**
@@ -632,7 +649,7 @@ export function buildProtocol(config: Config, parts: ProtocolParts) {
 }
 
 export function createApp(config: Config, options: AppOptions = {}): App {
-  const log = options.log ?? stderrLog;
+  const log = options.log ?? defaultLogger(config);
   const engine = buildEngine(options);
   // One store for executions and (PostgreSQL) what agents save, opened on first use, not at start-up.
   const store = buildStore(config, { openStore: options.openStore, log });
@@ -686,10 +703,10 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     warm = true;
     // The regex and JSON Schema worker is not started here: it holds ~15 MB, and starts when a check
     // (or a definition that must be checked) needs it.
-    registry.ready().catch((error: unknown) => log(`loading workflows failed: ${String(error)}`));
+    registry.ready().catch((error: unknown) => log.error(`loading workflows failed: ${String(error)}`));
     // Tasks a killed server left behind are resumed (or failed) without waiting for a client to ask.
     if (options.openStore !== undefined || existsSync(join(config.dataDir, DATABASE_FILE))) {
-      tasks.services().catch((error: unknown) => log(`recovering tasks failed: ${String(error)}`));
+      tasks.services().catch((error: unknown) => log.error(`recovering tasks failed: ${String(error)}`));
     }
   };
 
@@ -705,7 +722,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       await store
         .opened()
         ?.close()
-        .catch((error: unknown) => log(`closing the store failed: ${String(error)}`));
+        .catch((error: unknown) => log.error(`closing the store failed: ${String(error)}`));
     })();
     return closing;
   };
@@ -722,6 +739,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       executions,
       tests,
       readQueries: built.readQueries,
+      store: store.open,
     },
     runner,
     resources: protocol.resources,

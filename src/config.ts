@@ -180,6 +180,30 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
     description:
       'port of `workflowlookup dashboard` on 127.0.0.1, default 3928 (0: any free port); also `--port`',
   },
+  {
+    name: 'WORKFLOWLOOKUP_LOG_LEVEL',
+    description:
+      'log level: fatal, error, warn, info (default), debug, trace or silent; JSON lines on stderr, human lines when stderr is a terminal',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_METRICS_PORT',
+    description:
+      '`serve --http`: also serve `/metrics`, `/healthz` and `/readyz` without authentication on this port (for a Prometheus scraper); unset: none. `/metrics` on the MCP port needs the `admin` scope',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_METRICS_HOST',
+    description: 'address of that metrics listener, default 127.0.0.1',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_DRAIN_SECONDS',
+    description:
+      '`serve --http`: after SIGTERM, keep serving this long with `/readyz` answering 503 (so a load balancer stops sending work) before closing, default 0; a second signal closes at once',
+  },
+  {
+    name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    description:
+      'OpenTelemetry traces over OTLP/HTTP (JSON) to this collector (also `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_TRACES_EXPORTER=otlp`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_EXPORTER_OTLP_HEADERS`); unset: traces off and the SDK not loaded',
+  },
   { name: 'XDG_CONFIG_HOME', description: 'base of the default runtime dir on Linux' },
   { name: 'XDG_DATA_HOME', description: 'base of the default data dir on Linux' },
 ];

@@ -8,6 +8,8 @@ import { ROOT } from './helpers/server.js';
  * never from a layer above (docs/development.md, "Architecture"). Top-level files are layers of their own.
  */
 const LAYERS: readonly (readonly string[])[] = [
+  // Logs, traces and metrics: any layer may record; telemetry imports none of them.
+  ['telemetry'],
   ['model'],
   ['engine'],
   ['store'],

@@ -7,6 +7,7 @@ import { ENVIRONMENT, loadConfig, PROFILES, TOOL_GROUPS } from '../src/config.js
 import type { ToolDefinition } from '../src/faces/tool.js';
 import { aliasRows } from '../src/protocol/aliases.js';
 import { ERROR_TABLE, RpcCode } from '../src/protocol/error-mapping.js';
+import { silentLogger } from '../src/telemetry/log.js';
 import { ROOT, type Sandbox, sandbox } from './helpers/server.js';
 import { validationWorkerUrl } from './helpers/validation-worker.js';
 
@@ -127,7 +128,7 @@ beforeAll(async () => {
   sb = sandbox();
   const app = createApp(loadConfig({ env: sb.env, cwd: sb.project }), {
     watch: false,
-    log: () => undefined,
+    log: silentLogger,
     validationWorker: await validationWorkerUrl(),
   });
   tools = app.runner.tools;

@@ -212,8 +212,12 @@ describe('structured errors (seed 003 §10)', () => {
         correlation_id: expect.stringMatching(/^wl-[0-9a-f]{12}$/),
         violations: expect.any(Array),
       });
-      // The same correlation id is on the answering server's stderr log line.
-      expect(answeredBy.get(code)?.stderr).toContain(`error ${error.data.correlation_id} ${code}`);
+      // The same correlation id is on the answering server's stderr log line (a JSON line).
+      const line = answeredBy
+        .get(code)
+        ?.stderr.split('\n')
+        .find((l) => l.includes(`"correlation_id":"${error.data.correlation_id}"`));
+      expect(line, code).toContain(`"error_code":"${code}"`);
     }
   });
 

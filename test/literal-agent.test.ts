@@ -11,6 +11,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import { loadConfig, loadHttpSettings } from '../src/config.js';
+import { silentLogger } from '../src/telemetry/log.js';
 import { type RunningHttp, startHttp } from '../src/transports/http.js';
 import { isDefinitionFile } from '../src/workflows/parse.js';
 import { httpClient } from './helpers/http-server.js';
@@ -542,7 +543,7 @@ scenarioSuite('Streamable HTTP (127.0.0.1)', async () => {
   const config = loadConfig({ env: sb.env, cwd: sb.project });
   const app = createApp(config, {
     watch: false,
-    log: () => undefined,
+    log: silentLogger,
     validationWorker: await validationWorkerUrl(),
   });
   const http: RunningHttp = await startHttp(app, {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type App, createApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { channelOf } from '../src/protocol/transport-channel.js';
+import { silentLogger } from '../src/telemetry/log.js';
 import { connectProtocol } from '../src/transports/connect.js';
 import { type Sandbox, sandbox } from './helpers/server.js';
 import { validationWorkerUrl } from './helpers/validation-worker.js';
@@ -52,7 +53,7 @@ beforeAll(async () => {
   );
   app = createApp(
     loadConfig({ env: { ...sb.env, WORKFLOWLOOKUP_DATA_DIR: join(sb.root, 'data') }, cwd: sb.project }),
-    { watch: false, log: () => undefined, validationWorker: await validationWorkerUrl() },
+    { watch: false, log: silentLogger, validationWorker: await validationWorkerUrl() },
   );
 });
 afterAll(async () => {

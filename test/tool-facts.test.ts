@@ -5,6 +5,7 @@ import { type App, createApp } from '../src/app.js';
 import { loadConfig, PROFILES } from '../src/config.js';
 import { instructionsFor } from '../src/protocol/mcp-server.js';
 import { ToolSwitch } from '../src/protocol/tool-switch.js';
+import { silentLogger } from '../src/telemetry/log.js';
 import { type Sandbox, sandbox } from './helpers/server.js';
 import { validationWorkerUrl } from './helpers/validation-worker.js';
 
@@ -96,7 +97,7 @@ beforeAll(async () => {
   sb = sandbox();
   app = createApp(loadConfig({ env: sb.env, cwd: sb.project }), {
     watch: false,
-    log: () => undefined,
+    log: silentLogger,
     validationWorker: await validationWorkerUrl(),
   });
 });

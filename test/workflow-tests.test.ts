@@ -7,6 +7,7 @@ import { type App, createApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { localCaller } from '../src/executions/execution-model.js';
 import type { SuiteResult, TestRun } from '../src/executions/workflow-tests.js';
+import { silentLogger } from '../src/telemetry/log.js';
 import { isDefinitionFile, isTestFile } from '../src/workflows/parse.js';
 import { httpClient } from './helpers/http-server.js';
 import { inProcessClient } from './helpers/in-process.js';
@@ -80,7 +81,7 @@ beforeAll(async () => {
   sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
   app = createApp(loadConfig({ env: sb.env, cwd: sb.project }), {
     watch: false,
-    log: () => undefined,
+    log: silentLogger,
     validationWorker: await validationWorkerUrl(),
   });
   tests = await app.services.tests();

@@ -1,3 +1,5 @@
+import { metrics } from '../telemetry/metrics.js';
+import { injectTraceHeaders, inSpan, SpanKind } from '../telemetry/trace.js';
 import {
   type CatalogAuth,
   CredentialProblem,
@@ -180,7 +182,48 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * retries with backoff for idempotent methods on network errors, timeouts, 429 and 5xx, and an
  * `Idempotency-Key` on every request. Every credential is scrubbed from what comes back.
  */
-export async function callCommand(
+export function callCommand(
+  catalog: CallTarget,
+  command: CatalogCommand,
+  options: CallOptions,
+): Promise<CommandResult> {
+  const started = metrics.start();
+  // A client span (retries and redirects inside it); the W3C trace context goes out in the headers.
+  return inSpan(
+    `${command.method} ${command.path}`,
+    {
+      'http.request.method': command.method,
+      'url.template': command.path,
+      'server.address': hostOf(catalog),
+      'workflowlookup.command': `${catalog.id} ${command.name}`,
+    },
+    async (span) => {
+      try {
+        const result = await callUntraced(catalog, command, options);
+        span?.setAttribute('http.response.status_code', result.status);
+        metrics.commandCall(`${Math.floor(result.status / 100)}xx`, started);
+        return result;
+      } catch (error) {
+        const status = error instanceof CommandFailure ? error.status : undefined;
+        if (status !== undefined) span?.setAttribute('http.response.status_code', status);
+        metrics.commandCall(status === undefined ? 'error' : `${Math.floor(status / 100)}xx`, started);
+        throw error;
+      }
+    },
+    SpanKind.CLIENT,
+  );
+}
+
+/** The catalog's host, for a span (never its credentials). */
+function hostOf(catalog: CallTarget): string | undefined {
+  try {
+    return new URL(catalog.base_url).hostname;
+  } catch {
+    return undefined;
+  }
+}
+
+async function callUntraced(
   catalog: CallTarget,
   command: CatalogCommand,
   options: CallOptions,
@@ -208,6 +251,7 @@ export async function callCommand(
     if (p.in === 'header' && value !== undefined && value !== null)
       headers[p.name.toLowerCase()] = String(value);
   }
+  injectTraceHeaders(headers);
   // Set last so a header parameter cannot replace (or remove) the credential.
   Object.assign(headers, authHeaders);
   let body: string | undefined;

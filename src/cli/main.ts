@@ -31,7 +31,9 @@ import { workflowJsonSchema } from '../model/workflow.js';
 import { isPostgresUrl } from '../store/open-store.js';
 import { DATABASE_FILE, refuseDamagedFile, StoreFileError } from '../store/sqlite/sqlite-file.js';
 import type { ExportHeader } from '../store/transfer.js';
+import { setupTracing } from '../telemetry/setup.js';
 import { addToken, listTokens, parseScopes, removeToken } from '../transports/http-auth.js';
+import { drainSeconds, type Observability } from '../transports/observability.js';
 import { serveAppOnStdio } from '../transports/stdio.js';
 import type { StdioPrelude } from '../transports/stdio-prelude.js';
 import {
@@ -261,17 +263,26 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
         }
       : {}),
   });
+  // OpenTelemetry's SDK is loaded only when OTEL_* variables ask for traces (telemetry/setup.ts).
+  const tracing = await setupTracing(config.env, { version: config.version }, (m) => app.log.warn(m));
   const stops: (() => void)[] = [];
   const finished: Promise<void>[] = [];
+  let observability: Observability | undefined;
   if (settings) {
     const { startHttp } = await import('../transports/http.js');
+    const { startObservability } = await import('../transports/observability.js');
+    observability = await startObservability(app);
     // The dashboard (and its pages) load only with --http, never on the stdio start-up path.
     const dashboard = settings.dashboard
       ? (await import('../dashboard/sign-in.js')).dashboardMount(app)
       : undefined;
-    const http = await startHttp(app, settings, dashboard ? { mounts: { '/dashboard': dashboard } } : {});
+    const http = await startHttp(app, settings, {
+      mounts: { '/metrics': observability.metricsMount, ...(dashboard ? { '/dashboard': dashboard } : {}) },
+      probes: observability.probes,
+    });
+    observability.attach(http);
     process.stderr.write(
-      `workflowlookup ${config.version}: MCP over Streamable HTTP at ${http.url}\n${dashboard ? `workflowlookup: dashboard at ${new URL('/dashboard/', http.url)}\n` : ''}`,
+      `workflowlookup ${config.version}: MCP over Streamable HTTP at ${http.url}\n${dashboard ? `workflowlookup: dashboard at ${new URL('/dashboard/', http.url)}\n` : ''}${observability.metricsUrl ? `workflowlookup: metrics at ${observability.metricsUrl}/metrics\n` : ''}`,
     );
     let done: () => void = () => undefined;
     finished.push(new Promise<void>((resolve) => (done = resolve)));
@@ -292,14 +303,31 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
     // With HTTP as well, the end of stdin ends only the stdio client's connection.
     stops.push(stdio.stop);
   }
-  const stop = () => {
+  const stopNow = () => {
     for (const s of stops) s();
+  };
+  // SIGTERM: /readyz answers 503 at once; with WORKFLOWLOOKUP_DRAIN_SECONDS the server keeps serving
+  // that long (a load balancer stops sending work) before it closes. A second signal closes at once.
+  const drainMs = settings ? drainSeconds(config.env) * 1000 : 0;
+  let draining: NodeJS.Timeout | undefined;
+  const stop = () => {
+    observability?.health.drain();
+    if (drainMs > 0 && draining === undefined) {
+      app.log.info(`draining: closing in ${drainMs / 1000} s (signal again to close now)`);
+      draining = setTimeout(stopNow, drainMs);
+      return;
+    }
+    clearTimeout(draining);
+    stopNow();
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   process.stdout.on('error', () => undefined);
   await Promise.all(finished);
+  await observability?.close();
   await app.close();
+  // Spans still buffered are exported before the process ends.
+  await tracing?.shutdown().catch((error: unknown) => app.log.warn(`traces: ${String(error)}`));
   await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
   process.exit(0);
 }

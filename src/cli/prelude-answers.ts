@@ -8,6 +8,7 @@ import { PassThrough } from 'node:stream';
 import { type App, createApp } from '../app.js';
 import { loadConfig, PROFILES } from '../config.js';
 import { INITIALIZE_VERSIONS } from '../protocol/rules.js';
+import { silentLogger } from '../telemetry/log.js';
 import { serveAppOnStdio } from '../transports/stdio.js';
 import { type PreludeAnswers, profilesKey } from '../transports/stdio-prelude.js';
 
@@ -78,7 +79,7 @@ for (const tools of [...PROFILES, 'all']) {
     env: { HOME: home, XDG_CONFIG_HOME: join(home, 'config'), WORKFLOWLOOKUP_DATA_DIR: join(home, 'data') },
     cwd: home,
   });
-  const app = createApp(config, { watch: false, log: () => undefined });
+  const app = createApp(config, { watch: false, log: silentLogger });
   out.initialize[key] = {};
   out.tools[key] = {};
   for (const version of INITIALIZE_VERSIONS) {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validationWorkerUrl } from '../../test/helpers/validation-worker.js';
 import { type App, createApp } from '../app.js';
 import { loadConfig } from '../config.js';
+import { silentLogger } from '../telemetry/log.js';
 import { createDashboard, type Dashboard } from './dashboard.js';
 import { ANONYMOUS } from './viewer.js';
 
@@ -61,7 +62,7 @@ beforeAll(async () => {
   });
   app = createApp(config, {
     watch: false,
-    log: () => undefined,
+    log: silentLogger,
     validationWorker: await validationWorkerUrl(),
   });
   const service = await app.services.executions();

@@ -112,8 +112,7 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
         .then((drawn) => route(req, res, { ...ctx, draw: drawn }))
         .catch((error: unknown) => {
           const status = error instanceof HttpError ? error.status : 500;
-          if (status === 500)
-            app.log(`dashboard: ${req.method} ${req.url}: ${(error as Error)?.stack ?? String(error)}`);
+          if (status === 500) app.log.error({ err: error }, `dashboard: ${req.method} ${req.url}`);
           if (res.headersSent) {
             res.destroy();
             return;

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Caller } from '../executions/execution-model.js';
 import type { ExecutionQueries } from '../executions/execution-queries.js';
 import type { ExecutionHead } from '../store/execution-store.js';
+import type { Logger } from '../telemetry/log.js';
 
 /** What a page learns when an execution changes; it then fetches its own HTML again. */
 export interface ChangeEvent {
@@ -53,7 +54,7 @@ export interface LiveOptions {
   maxStreams?: number;
   /** Open streams of one principal allowed at once (default 20); more get 429. */
   maxStreamsPerPrincipal?: number;
-  log?: (line: string) => void;
+  log?: Logger;
 }
 
 interface Cursor {
@@ -194,7 +195,7 @@ export class LiveUpdates {
       .catch((error: unknown) => {
         // Polled four times a second: say it once, not every tick, until it changes or recovers.
         const message = String(error);
-        if (message !== this.lastError) this.options.log?.(`dashboard: live update failed: ${message}`);
+        if (message !== this.lastError) this.options.log?.warn(`dashboard: live update failed: ${message}`);
         this.lastError = message;
       })
       .finally(() => {

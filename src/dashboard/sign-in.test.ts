@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validationWorkerUrl } from '../../test/helpers/validation-worker.js';
 import { type App, createApp } from '../app.js';
 import { loadConfig } from '../config.js';
+import { silentLogger } from '../telemetry/log.js';
 import type { MountContext, VerifiedToken } from '../transports/http.js';
 import { type DashboardMount, dashboardMount, SessionCookies, safeNext } from './sign-in.js';
 
@@ -132,7 +133,7 @@ describe('the dashboard mount', () => {
     });
     app = createApp(config, {
       watch: false,
-      log: () => undefined,
+      log: silentLogger,
       validationWorker: await validationWorkerUrl(),
     });
     mount = dashboardMount(app);

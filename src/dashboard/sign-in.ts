@@ -328,8 +328,7 @@ export function dashboardMount(
       const asking: { viewer?: Viewer | undefined } = {};
       return guard(req, res, context, asking).catch((error: unknown) => {
         const status = error instanceof HttpError ? error.status : 500;
-        if (status === 500)
-          app.log(`dashboard: ${req.method} ${req.url}: ${(error as Error)?.stack ?? error}`);
+        if (status === 500) app.log.error({ err: error }, `dashboard: ${req.method} ${req.url}`);
         if (res.headersSent) {
           res.destroy();
           return;

@@ -42,6 +42,8 @@ import { ExecutionQueries } from './execution-queries.js';
 // Readers without the service (the dashboard's read-only connection) load it from the same chunk.
 export { ExecutionQueries };
 
+import { metrics } from '../telemetry/metrics.js';
+import { ATTR, annotate, inSpan, inSpanSync } from '../telemetry/trace.js';
 import { StepMachine } from './execution-steps.js';
 import type { TokenPayload, TokenService } from './tokens.js';
 
@@ -261,7 +263,24 @@ export class ExecutionService {
   // ------------------------------------------------------------------------------------------
   // workflow_next_step
 
+  /** A step submission: one span (execution, step, principal; never the token) and the step latency. */
   async nextStep(token: string, output: StepOutput, caller: Caller): Promise<Outcome> {
+    const started = metrics.start();
+    try {
+      const outcome = await inSpan('workflow step', { [ATTR.principal]: caller.principal }, async (span) => {
+        const submitted = await this.submit(token, output, caller);
+        if ('workflow_id' in submitted) span?.setAttribute(ATTR.workflow, submitted.workflow_id);
+        return submitted;
+      });
+      metrics.step(outcome.kind === 'ended' ? outcome.state : outcome.kind, started);
+      return outcome;
+    } catch (error) {
+      metrics.step('error', started);
+      throw error;
+    }
+  }
+
+  private async submit(token: string, output: StepOutput, caller: Caller): Promise<Outcome> {
     const { store, tokens } = this.deps;
     await this.ready();
     const check = tokens.verify(token);
@@ -297,6 +316,7 @@ export class ExecutionService {
         expiredAt: payload.expires_at,
       });
     }
+    annotate({ [ATTR.execution]: payload.execution_id, [ATTR.step]: payload.step_name });
     checkArtifacts(output.artifacts ?? []);
     const outputHash = createHash('sha256').update(canonical(output)).digest('hex');
     return this.recordingErrors(payload.execution_id, payload.step_name, async () => {
@@ -402,8 +422,16 @@ export class ExecutionService {
       await engine.loadFor(step.validationCriteria);
       let validation: ValidationResult;
       try {
-        engine.check(step.validationCriteria);
-        validation = engine.validate(step.validationCriteria, output.summary, context);
+        validation = inSpanSync(
+          'validation check',
+          { [ATTR.workflow]: workflow.id, [ATTR.step]: step.id },
+          (span) => {
+            engine.check(step.validationCriteria);
+            const result = engine.validate(step.validationCriteria, output.summary, context);
+            span?.setAttribute('workflowlookup.validation.valid', result.valid);
+            return result;
+          },
+        );
       } catch (error) {
         fail({
           code: 'criteria_invalid',

@@ -1,9 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import type * as z from 'zod';
 import { type DomainError, type DomainErrorCode, DomainFailure } from '../engine/errors.js';
 import type { InputResolution } from '../engine/inputs.js';
 import { currentStepUri } from '../faces/executions/execution-presenter.js';
 import { type NextCall, next, resolveInputsCall } from '../faces/next.js';
+import { correlationId } from '../telemetry/context.js';
+import { errorFields, type Logger } from '../telemetry/log.js';
 import { didYouMean } from './suggest.js';
 
 /** Seed 001/002 JSON-RPC error codes. */
@@ -471,7 +472,7 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
 };
 
 export function newCorrelationId(): string {
-  return `wl-${randomBytes(6).toString('hex')}`;
+  return correlationId();
 }
 
 /** The one place domain errors become JSON-RPC errors (the same object serves direct calls and tools/call). */
@@ -495,16 +496,22 @@ export function domainToRpc(error: DomainError, correlationId: string = newCorre
 }
 
 /** Any thrown value as a JSON-RPC error; unexpected ones become -32603 without leaking internals. */
-export function toRpcError(error: unknown, log?: (line: string) => void): RpcError {
+export function toRpcError(error: unknown, log?: Logger): RpcError {
+  // The request's own id when there is one, so its log lines and its error answer name the same.
   const correlationId = newCorrelationId();
   if (error instanceof DomainFailure) {
     const rpc = domainToRpc(error.error, correlationId);
-    log?.(
-      `error ${correlationId} ${(rpc.data as unknown as StructuredErrorData).error_code}: ${error.message}`,
+    // An agent's mistake (a rejected step, an unknown workflow) is routine: info, not an error.
+    log?.info(
+      { correlation_id: correlationId, error_code: (rpc.data as unknown as StructuredErrorData).error_code },
+      error.message,
     );
     return rpc;
   }
-  log?.(`error ${correlationId} INTERNAL_ERROR: ${(error as Error)?.stack ?? String(error)}`);
+  log?.error(
+    { correlation_id: correlationId, error_code: 'INTERNAL_ERROR', ...errorFields(error) },
+    'internal error',
+  );
   const structured: StructuredErrorData = {
     error_code: 'INTERNAL_ERROR',
     category: 'internal',

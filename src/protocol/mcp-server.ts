@@ -14,6 +14,9 @@ import type { Caller } from '../executions/execution-model.js';
 import type { PromptDefinition } from '../faces/prompt.js';
 import type { ResourceDefinition } from '../faces/resource.js';
 import type { ToolContext, ToolDefinition } from '../faces/tool.js';
+import type { Logger } from '../telemetry/log.js';
+import { metrics } from '../telemetry/metrics.js';
+import { ATTR, failed, inSpan, tracingEnabled } from '../telemetry/trace.js';
 import { canonicalArguments } from './aliases.js';
 import {
   confirmationFor,
@@ -70,8 +73,29 @@ export interface ToolRunner {
   run(name: string, params: unknown, ctx: ToolContext): Promise<{ result: unknown } | { error: RpcError }>;
 }
 
-export function createToolRunner(tools: readonly ToolDefinition[], log: (line: string) => void): ToolRunner {
+export function createToolRunner(tools: readonly ToolDefinition[], log: Logger): ToolRunner {
   const byName = new Map(tools.map((t) => [t.name, t]));
+  const runTool = async (
+    tool: ToolDefinition,
+    params: unknown,
+    ctx: ToolContext,
+  ): Promise<{ result: unknown } | { error: RpcError }> => {
+    try {
+      // Seed 001 sends `"params": null` for tools without arguments.
+      const parsed = tool.inputSchema.safeParse(canonicalArguments(tool, params ?? {}));
+      if (!parsed.success) {
+        fail({
+          code: 'invalid_params',
+          message: 'Invalid params',
+          details: formatIssues(parsed.error.issues, schemaKeys(tool.inputSchema)),
+        });
+      }
+      return { result: await tool.handler(parsed.data, ctx) };
+    } catch (error) {
+      if (error instanceof InputRequiredSignal) throw error;
+      return { error: toRpcError(error, log) };
+    }
+  };
   return {
     tools,
     async run(name, params, ctx) {
@@ -81,23 +105,35 @@ export function createToolRunner(tools: readonly ToolDefinition[], log: (line: s
           error: { code: RpcCode.MethodNotFound, message: 'Method not found', data: { method: name } },
         };
       }
-      try {
-        // Seed 001 sends `"params": null` for tools without arguments.
-        const parsed = tool.inputSchema.safeParse(canonicalArguments(tool, params ?? {}));
-        if (!parsed.success) {
-          fail({
-            code: 'invalid_params',
-            message: 'Invalid params',
-            details: formatIssues(parsed.error.issues, schemaKeys(tool.inputSchema)),
-          });
-        }
-        return { result: await tool.handler(parsed.data, ctx) };
-      } catch (error) {
-        if (error instanceof InputRequiredSignal) throw error;
-        return { error: toRpcError(error, log) };
-      }
+      const started = metrics.start();
+      const attributes = tracingEnabled() ? toolAttributes(name, params, ctx) : {};
+      const outcome = await inSpan(`tool ${name}`, attributes, async (span) => {
+        const answer = await runTool(tool, params, ctx);
+        if (span !== undefined && 'error' in answer) failed(span, answer.error.message);
+        return answer;
+      });
+      metrics.toolCall(name, 'error' in outcome ? errorCodeOf(outcome.error) : undefined, started);
+      return outcome;
     },
   };
+}
+
+/** What a tool span says of the call: ids only, never a token, an output or a secret. */
+function toolAttributes(name: string, params: unknown, ctx: ToolContext) {
+  const args = (params ?? {}) as Record<string, unknown>;
+  const id = (value: unknown) => (typeof value === 'string' && value.length <= 200 ? value : undefined);
+  return {
+    [ATTR.tool]: name,
+    [ATTR.principal]: ctx.caller.principal,
+    [ATTR.workflow]: id(args.workflowId ?? args.workflow_id),
+    [ATTR.execution]: id(args.execution_id ?? args.executionId),
+  };
+}
+
+/** The structured error code of a failed call (`VALIDATION_FAILED`…), else its JSON-RPC code. */
+function errorCodeOf(error: RpcError): string {
+  const code = (error.data as { error_code?: unknown } | undefined)?.error_code;
+  return typeof code === 'string' ? code : String(error.code);
 }
 
 /** The argument names a tool's input object accepts. */

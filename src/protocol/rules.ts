@@ -9,6 +9,10 @@ import {
   type Transport,
   type TransportSendOptions,
 } from '@modelcontextprotocol/server';
+import { inRequestScope } from '../telemetry/context.js';
+import type { Logger } from '../telemetry/log.js';
+import { metrics } from '../telemetry/metrics.js';
+import { ATTR, type OpenSpan, startRequestSpan } from '../telemetry/trace.js';
 import { RpcCode, type RpcError } from './error-mapping.js';
 import { hasScope, type Scope, type ScopeTables, scopeFor } from './scopes.js';
 import { closest, didYouMean } from './suggest.js';
@@ -112,7 +116,7 @@ export interface RulesOptions {
    * loads, then replays it so the SDK learns the client): they are served, their answers not written.
    */
   answered?: ReadonlySet<Id>;
-  log?: (line: string) => void;
+  log?: Logger;
 }
 
 interface Pending {
@@ -122,6 +126,11 @@ interface Pending {
   holding: boolean;
   cancelled: boolean;
   abort: AbortController;
+  /** When it was read (for the latency histogram; 0n when no metrics are kept) and its span. */
+  started: bigint;
+  span: OpenSpan | undefined;
+  /** The tool a tools/call or direct call names. */
+  tool: string | undefined;
 }
 
 type Queued =
@@ -229,13 +238,14 @@ export class ProtocolRules implements Transport {
       this.settle(p);
       return;
     }
+    this.measured(p, msg);
     // The write starts before the queue moves on, so answers leave in the order requests were taken.
     const written = this.write(msg, options);
     this.settle(p);
     try {
       await written;
     } catch (error) {
-      this.opts.log?.(`answer to ${p.method} (${String(p.id)}) could not be written: ${String(error)}`);
+      this.opts.log?.error(`answer to ${p.method} (${String(p.id)}) could not be written: ${String(error)}`);
       await this.write(
         errorMessage(p.id, {
           code: RpcCode.InternalError,
@@ -247,7 +257,21 @@ export class ProtocolRules implements Transport {
     }
   }
 
+  /** Counts the answered request and ends its span: failed when it is an error or an isError result. */
+  private measured(p: Pending, msg: Json): void {
+    const result = msg.result as { isError?: unknown } | undefined;
+    const error = msg.error as { message?: unknown } | undefined;
+    const failure =
+      error !== undefined ? String(error.message) : result?.isError === true ? 'isError' : undefined;
+    metrics.request(p.method, p.tool, failure !== undefined, p.started);
+    p.span?.end(failure);
+    p.span = undefined;
+  }
+
   private settle(p: Pending): void {
+    // Cancelled, or answered by someone else: its span ends here, unanswered.
+    p.span?.end();
+    p.span = undefined;
     if (this.pending.get(p.id) === p) this.pending.delete(p.id);
     if (p.holding) this.release(p);
   }
@@ -342,6 +366,9 @@ export class ProtocolRules implements Transport {
       holding: this.opts.ordered,
       cancelled: false,
       abort: new AbortController(),
+      started: metrics.start(),
+      span: undefined,
+      tool: method === 'tools/call' && typeof params?.name === 'string' ? params.name : undefined,
     };
     this.pending.set(id, p);
     if (p.holding) this.holder = p;
@@ -355,6 +382,35 @@ export class ProtocolRules implements Transport {
       return;
     }
 
+    if (this.opts.directMethods.has(method)) p.tool = method;
+    // One request, one correlation id for its log lines and errors, and one span (a child of the
+    // W3C trace context in its `_meta` or in the HTTP request's headers).
+    inRequestScope(() => {
+      const meta = params?._meta as Json | undefined;
+      p.span = startRequestSpan(
+        p.tool === undefined ? method : `${method === p.tool ? 'tools/call' : method} ${p.tool}`,
+        {
+          [ATTR.method]: method === p.tool ? 'tools/call' : method,
+          [ATTR.tool]: p.tool,
+          [ATTR.requestId]: String(id),
+          [ATTR.session]: this.sessionId,
+        },
+        meta !== null && typeof meta === 'object' ? meta : undefined,
+      );
+      if (p.span === undefined) this.serve(msg, method, params, p, extra);
+      else p.span.run(() => this.serve(msg, method, params, p, extra));
+    });
+  }
+
+  /** Hands an admitted request to the direct handler (a tool as a method) or to the SDK. */
+  private serve(
+    msg: Json & { id: Id; method: string },
+    method: string,
+    params: Json | undefined,
+    p: Pending,
+    extra: MessageExtraInfo | undefined,
+  ): void {
+    const { id } = msg;
     if (this.opts.directMethods.has(method)) {
       // The envelope (`_meta`) is the protocol's, not the tool's arguments.
       const { _meta: meta, ...args } = params ?? {};
@@ -372,7 +428,7 @@ export class ProtocolRules implements Transport {
       this.opts.direct(method, args, call).then(
         (outcome) => reply({ jsonrpc: '2.0', id, ...outcome }),
         (error: unknown) => {
-          this.opts.log?.(`direct call ${method} failed: ${String(error)}`);
+          this.opts.log?.error(`direct call ${method} failed: ${String(error)}`);
           reply(errorMessage(id, { code: RpcCode.InternalError, message: 'Internal error' }));
         },
       );

@@ -14,6 +14,7 @@ import type { ClientAbilities, RunSnapshot } from '../runs/run-model.js';
 import type { RunServices } from '../runs/run-services.js';
 import { isTerminalTask, type TaskEnd, type TaskService } from '../runs/task-service.js';
 import type { TaskRecord } from '../store/execution-store.js';
+import type { Logger } from '../telemetry/log.js';
 import { canonicalArguments } from './aliases.js';
 import {
   clientAbilities,
@@ -62,7 +63,7 @@ export class TaskDriver {
     private readonly deps: {
       services: () => Promise<RunServices>;
       runner: TaskToolRunner;
-      log: (line: string) => void;
+      log: Logger;
       limits?: Pick<Limits, 'tasks' | 'tasksPerPrincipal'>;
     },
   ) {
@@ -93,7 +94,9 @@ export class TaskDriver {
     this.working.release(principal);
   }
 
-  readonly log = (line: string) => this.deps.log(line);
+  get log(): Logger {
+    return this.deps.log;
+  }
 
   get tools(): readonly ToolDefinition[] {
     return this.deps.runner.tools;
@@ -106,7 +109,7 @@ export class TaskDriver {
       void services.tasks
         .orphans()
         .then((records) => this.adoptAll(services, records))
-        .catch((error: unknown) => this.deps.log(`task recovery failed: ${String(error)}`));
+        .catch((error: unknown) => this.deps.log.error(`task recovery failed: ${String(error)}`));
       return services;
     });
     return this.recovered.catch((error: unknown) => {
@@ -158,7 +161,7 @@ export class TaskDriver {
         end = { error: { ...toRpcError(error, this.deps.log) } };
       }
       await tasks.finish(record.task_id, end).catch((error: unknown) => {
-        this.deps.log(`task ${record.task_id}: recording its end failed: ${String(error)}`);
+        this.deps.log.error(`task ${record.task_id}: recording its end failed: ${String(error)}`);
       });
     })().finally(() => {
       if (counted) this.working.release(record.principal);
@@ -176,11 +179,11 @@ export class TaskDriver {
           elicitation: false,
         };
         if (tool?.task?.resumable) {
-          this.deps.log(`task ${record.task_id} (${record.tool}): its process died; resuming it`);
+          this.deps.log.warn(`task ${record.task_id} (${record.tool}): its process died; resuming it`);
           this.start(services, record, tool, can, true);
           continue;
         }
-        this.deps.log(`task ${record.task_id} (${record.tool}): its process died; marking it failed`);
+        this.deps.log.warn(`task ${record.task_id} (${record.tool}): its process died; marking it failed`);
         const reason = `the server stopped while ${record.tool} was running (task ${record.task_id}); it cannot be resumed: call ${record.tool} again`;
         if (record.run_id !== null) {
           await services.runs.executions
@@ -192,7 +195,7 @@ export class TaskDriver {
           isError: true,
         });
       } catch (error) {
-        this.deps.log(`task ${orphan.task_id}: taking it over failed: ${String(error)}`);
+        this.deps.log.error(`task ${orphan.task_id}: taking it over failed: ${String(error)}`);
       }
     }
   }
@@ -303,7 +306,7 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
     if (!server.isConnected()) return;
     server.server
       .notification({ method, params } as never)
-      .catch((error: unknown) => log(`${method}: ${String(error)}`));
+      .catch((error: unknown) => log.warn(`${method}: ${String(error)}`));
   };
 
   const push = (tasks: TaskService, r: TaskRecord, can: ClientAbilities) => {
@@ -335,7 +338,7 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
               ? undefined
               : tasks.answerFailed(r.task_id, key, error instanceof Error ? error.message : String(error)),
         )
-        .catch((error: unknown) => log(`task ${r.task_id}: input ${key}: ${String(error)}`))
+        .catch((error: unknown) => log.warn(`task ${r.task_id}: input ${key}: ${String(error)}`))
         .finally(() => pushes.delete(`${r.task_id} ${key}`));
     }
   };

@@ -8,6 +8,7 @@ import type { Caller, CommandRun, CommandWait, CurrentState } from '../execution
 import type { ExecutionService } from '../executions/execution-service.js';
 import type { Workflow } from '../model/workflow.js';
 import type { ExecutionStore, PurgeCounts } from '../store/execution-store.js';
+import type { Logger } from '../telemetry/log.js';
 import { checkManifest } from '../workflows/manifest-check.js';
 import { contentVersion, type WorkflowRegistry } from '../workflows/registry.js';
 import { newRunId, type RunSnapshot, type RunState, type TaskHandle } from './run-model.js';
@@ -29,7 +30,7 @@ export interface RunDeps {
   engine: ValidationEngine;
   allowedEnv: Record<string, string>;
   allowedEnvNames: ReadonlySet<string>;
-  log?: (line: string) => void;
+  log?: Logger;
 }
 
 /** What to run: a served workflow or an inline manifest, with input values and context. */
@@ -209,7 +210,7 @@ export class RunService {
     const report = (s: RunSnapshot, awaitingInput = false) =>
       handle
         .report(s, { awaitingInput })
-        .catch((error: unknown) => this.log(`run ${runId}: ${String(error)}`));
+        .catch((error: unknown) => this.deps.log?.error(`run ${runId}: ${String(error)}`));
     const caller: Caller = {
       principal: base.principal,
       signal: handle.signal,
@@ -554,10 +555,6 @@ export class RunService {
   private async fingerprint(runId: string): Promise<string> {
     const e = await this.deps.store.getExecution(runId);
     return e ? `${e.state}|${e.current_seq}|${e.token_nonce}|${e.token_attempt}` : 'gone';
-  }
-
-  private log(line: string): void {
-    this.deps.log?.(line);
   }
 }
 

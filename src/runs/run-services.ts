@@ -2,6 +2,7 @@ import type { CatalogRegistry } from '../catalogs/catalog-registry.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
 import type { ExecutionService } from '../executions/execution-service.js';
 import type { ExecutionStore } from '../store/execution-store.js';
+import type { Logger } from '../telemetry/log.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
 import type { WorkflowRegistry } from '../workflows/registry.js';
 import type { RuntimeWorkflows } from '../workflows/runtime-workflows.js';
@@ -26,7 +27,7 @@ export interface RunServiceDeps {
   runtime: RuntimeWorkflows;
   allowedEnv: Record<string, string>;
   allowedEnvNames: ReadonlySet<string>;
-  log: (line: string) => void;
+  log: Logger;
 }
 
 export function createRunServices(deps: RunServiceDeps): RunServices {

@@ -9,6 +9,7 @@ import {
   type TaskStatus,
   TERMINAL_TASK_STATUSES,
 } from '../store/execution-store.js';
+import { type Logger, silentLogger } from '../telemetry/log.js';
 import { type ClientAbilities, type RunSnapshot, statusMessage, type TaskHandle } from './run-model.js';
 
 /** Retention of a task from its creation: the default, and the bounds a requested ttl is clamped to. */
@@ -75,7 +76,7 @@ export class TaskService {
 
   constructor(
     private readonly store: ExecutionStore,
-    private readonly log: (line: string) => void = () => undefined,
+    private readonly log: Logger = silentLogger,
   ) {}
 
   // ------------------------------------------------------------------------------------------
@@ -205,7 +206,7 @@ export class TaskService {
       return await this.answerFor(taskId, key, signal);
     } finally {
       await this.withdraw(taskId, key).catch((error: unknown) =>
-        this.log(`task ${taskId}: withdrawing input ${key} failed: ${String(error)}`),
+        this.log.warn(`task ${taskId}: withdrawing input ${key} failed: ${String(error)}`),
       );
     }
   }
@@ -416,7 +417,7 @@ export class TaskService {
   private startTimer(): void {
     if (this.timer) return;
     this.timer = setInterval(() => {
-      this.tick().catch((error: unknown) => this.log(`task upkeep failed: ${String(error)}`));
+      this.tick().catch((error: unknown) => this.log.error(`task upkeep failed: ${String(error)}`));
     }, RENEW_MS);
     this.timer.unref();
   }
@@ -458,7 +459,7 @@ export class TaskService {
       try {
         listener(event, record);
       } catch (error) {
-        this.log(`task ${taskId} listener failed: ${String(error)}`);
+        this.log.error(`task ${taskId} listener failed: ${String(error)}`);
       }
     }
   }

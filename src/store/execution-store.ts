@@ -357,4 +357,17 @@ export interface ExecutionStore extends StoreReader {
   close(): Promise<void>;
   /** Where the data lives, for messages (never with a password). */
   readonly location: string;
+  /**
+   * What operators watch of the store (readiness, /metrics): the schema it has and the one this build
+   * expects, SQLite's write-ahead log size, PostgreSQL's pool. Optional (test doubles have none).
+   */
+  figures?(): Promise<StoreFigures>;
+}
+
+export interface StoreFigures {
+  schemaVersion: number;
+  /** The newest migration this build knows: the schema is current when the two are equal. */
+  expectedSchemaVersion: number;
+  walBytes?: number;
+  pool?: { total: number; idle: number; waiting: number; max: number };
 }

@@ -1,3 +1,4 @@
+import type { Logger } from '../telemetry/log.js';
 import type { ExecutionStore } from './execution-store.js';
 
 /** `postgres://…` or `postgresql://…`: a PostgreSQL connection string rather than a SQLite data dir. */
@@ -7,7 +8,7 @@ export function isPostgresUrl(target: string): boolean {
 
 export interface OpenOptions {
   /** Where pool problems between calls are reported (PostgreSQL). */
-  log?: (line: string) => void;
+  log?: Logger;
   /**
    * SQLite only: a read-only connection to a store that already exists and is migrated (the standalone
    * dashboard's pages read through one, so they never take the write lock the servers need).

@@ -6,6 +6,7 @@
  * dir. Definitions and catalogs are checked and interpreted above this port (src/workflows,
  * src/catalogs): here they are named texts with a version.
  */
+import type { Logger } from '../telemetry/log.js';
 export const DOCUMENT_KINDS = ['workflow', 'catalog', 'catalog_manifest', 'credential_binding'] as const;
 export type DocumentKind = (typeof DOCUMENT_KINDS)[number];
 
@@ -76,7 +77,7 @@ export interface RuntimeDocumentStore {
 export function lazyDocumentStore(
   open: () => Promise<RuntimeDocumentStore>,
   location: string,
-  log?: (line: string) => void,
+  log?: Logger,
 ): RuntimeDocumentStore {
   let store: RuntimeDocumentStore | undefined;
   let opening: Promise<RuntimeDocumentStore> | undefined;
@@ -110,7 +111,8 @@ export function lazyDocumentStore(
           pauseMs = 250;
         },
         (error: unknown) => {
-          if (!reported) log?.(`shared workflows and catalogs are unavailable: ${(error as Error).message}`);
+          if (!reported)
+            log?.error(`shared workflows and catalogs are unavailable: ${(error as Error).message}`);
           reported = true;
           pauseMs = Math.min(pauseMs * 2, 5000);
           attachLater();

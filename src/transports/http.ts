@@ -31,6 +31,7 @@ import { inspect, type ProtocolRules } from '../protocol/rules.js';
 import { SCOPE_DESCRIPTIONS, SCOPES, type ScopeTables } from '../protocol/scopes.js';
 import type { ToolSwitch } from '../protocol/tool-switch.js';
 import { channelOf } from '../protocol/transport-channel.js';
+import { withIncomingHeaders } from '../telemetry/trace.js';
 import { connectProtocol, protocolFacts } from './connect.js';
 import { createAuthenticator } from './http-auth.js';
 import { RateLimiter } from './rate-limit.js';
@@ -86,6 +87,8 @@ export interface RunningHttp {
   port: number;
   /** Stops accepting, lets in-flight requests finish (up to `graceMs`), then ends streams and sessions. */
   close(graceMs?: number): Promise<void>;
+  /** Open 2025-11-25 sessions per principal (the sessions gauge of /metrics). */
+  sessionsByPrincipal(): Map<string, number>;
 }
 
 interface Session {
@@ -209,7 +212,14 @@ function eraOf(req: IncomingMessage, body: unknown): 'legacy' | 'modern' {
 export async function startHttp(
   app: App,
   settings: HttpSettings,
-  options: { mounts?: Record<string, Mount> } = {},
+  options: {
+    mounts?: Record<string, Mount>;
+    /**
+     * Answers load balancer probes (/healthz, /readyz) before anything else: no Host check (a probe
+     * names the pod's address), no authentication, and still while the server drains. False: not one.
+     */
+    probes?: (req: IncomingMessage, res: ServerResponse) => boolean;
+  } = {},
 ): Promise<RunningHttp> {
   const { log } = app;
   const maxBody = app.config.maxMessageBytes;
@@ -302,7 +312,7 @@ export async function startHttp(
   const modern = createMcpHandler((ctx) => acquire(principalOf(ctx.authInfo)), {
     legacy: 'reject',
     maxRequestBodySize: maxBody,
-    onerror: (e) => log(`http: ${e.message}`),
+    onerror: (e) => log.warn(`http: ${e.message}`),
   });
   const modernNode = toNodeHandler(modern, { maxRequestBodySize: maxBody });
 
@@ -478,6 +488,7 @@ export async function startHttp(
   let drained: (() => void) | undefined;
 
   const listener = async (req: Req, res: ServerResponse): Promise<void> => {
+    if (options.probes?.(req, res)) return;
     if (closing)
       return json(res, 503, rpcError(-32000, 'The server is shutting down'), { connection: 'close' });
     // DNS rebinding: a page elsewhere must not reach a local server through a hostile name.
@@ -567,9 +578,9 @@ export async function startHttp(
     // A GET holds a notification stream open for as long as the client wants: not work to wait for.
     const counted = req.method !== 'GET';
     if (counted) inflight++;
-    listener(req as Req, res)
+    withIncomingHeaders(req.headers, () => listener(req as Req, res))
       .catch((error: unknown) => {
-        log(`http: ${(error as Error).stack ?? String(error)}`);
+        log.error({ err: error }, 'http: the request failed');
         json(res, 500, rpcError(-32603, 'Internal error'));
       })
       .finally(() => {
@@ -607,6 +618,11 @@ export async function startHttp(
   return {
     url: `http://${host}:${port}${settings.path}`,
     port,
+    sessionsByPrincipal() {
+      const counts = new Map<string, number>();
+      for (const s of sessions.values()) counts.set(s.principal, (counts.get(s.principal) ?? 0) + 1);
+      return counts;
+    },
     async close(graceMs = 10_000) {
       closing = true;
       clearInterval(sweep);

@@ -39,7 +39,7 @@ export function serveAppOnStdio(
       .close()
       .then(() => (options.closeApp === false ? undefined : app.close()))
       .then(finish, (error: unknown) => {
-        app.log(`shutdown: ${String(error)}`);
+        app.log.error(`shutdown: ${String(error)}`);
         finish();
       });
   };
@@ -56,7 +56,7 @@ export function serveAppOnStdio(
   const { rules } = connection;
   serveStdio((ctx) => connection.server(ctx.era), {
     transport: rules,
-    onerror: (error) => app.log(`protocol: ${error.message}`),
+    onerror: (error) => app.log.warn(`protocol: ${error.message}`),
   });
   return { done, stop };
 }

@@ -1,5 +1,6 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { type Logger, silentLogger } from '../telemetry/log.js';
 import type { RegistryEntry } from './registry.js';
 
 /**
@@ -47,7 +48,7 @@ export class DefinitionCache {
     readonly path: string,
     private readonly checker: string,
     allowedEnv: ReadonlySet<string>,
-    private readonly log: (line: string) => void = () => undefined,
+    private readonly log: Logger = silentLogger,
   ) {
     this.policy = [...allowedEnv].sort().join(',');
   }
@@ -73,7 +74,7 @@ export class DefinitionCache {
         this.files = data.files;
       }
     } catch {
-      this.log(`the definition cache ${this.path} is unreadable; it will be rebuilt`);
+      this.log.warn(`the definition cache ${this.path} is unreadable; it will be rebuilt`);
     }
   }
 
@@ -126,7 +127,7 @@ export class DefinitionCache {
       writeFileSync(tmp, asciiJson(data));
       renameSync(tmp, this.path);
     } catch (error) {
-      this.log(
+      this.log.warn(
         `the definition cache could not be written (${(error as Error).message}); it is only an optimisation`,
       );
     }

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Workflow } from '../model/workflow.js';
+import { type Logger, silentLogger } from '../telemetry/log.js';
 import type { DefinitionFormat } from './parse.js';
 
 /** The bundled workflows' checked definitions, written beside the bundle by scripts/build.mjs. */
@@ -33,7 +34,7 @@ export class ShippedDefinitions {
   ) {}
 
   /** The file beside the bundle (dist/), when the build wrote one; undefined when there is none. */
-  static besideBundle(checker: string, log: (line: string) => void = () => undefined): ShippedDefinitions {
+  static besideBundle(checker: string, log: Logger = silentLogger): ShippedDefinitions {
     // This module is bundled into dist/ or into a chunk under dist/chunks/: both places are tried.
     const path = [`./${SHIPPED_DEFINITIONS_FILE}`, `../${SHIPPED_DEFINITIONS_FILE}`]
       .map((p) => fileURLToPath(new URL(p, import.meta.url)))
@@ -43,7 +44,9 @@ export class ShippedDefinitions {
       try {
         return JSON.parse(readFileSync(path, 'utf8')) as ShippedDefinitionsFile;
       } catch (error) {
-        log(`${path} is unreadable (${(error as Error).message}); the bundled workflows are checked instead`);
+        log.warn(
+          `${path} is unreadable (${(error as Error).message}); the bundled workflows are checked instead`,
+        );
         return undefined;
       }
     }, checker);

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { createApp } from '../../src/app.js';
 import { loadConfig, loadHttpSettings } from '../../src/config.js';
 import { dashboardMount } from '../../src/dashboard/sign-in.js';
+import { silentLogger } from '../../src/telemetry/log.js';
 import { startHttp } from '../../src/transports/http.js';
 import { addToken } from '../../src/transports/http-auth.js';
 import { post } from './http-server.js';
@@ -28,7 +29,7 @@ export async function inProcessHttp(
   });
   const app = createApp(config, {
     watch: false,
-    log: () => undefined,
+    log: silentLogger,
     validationWorker: await validationWorkerUrl(),
   });
   const mounts = options.dashboard ? { '/dashboard': dashboardMount(app) } : undefined;

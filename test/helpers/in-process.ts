@@ -3,6 +3,7 @@ import { InMemoryTransport, type JSONRPCMessage, type Transport } from '@modelco
 import { type AppOptions, createApp } from '../../src/app.js';
 import { loadConfig, loadHttpSettings } from '../../src/config.js';
 import { channelOf } from '../../src/protocol/transport-channel.js';
+import { silentLogger } from '../../src/telemetry/log.js';
 import { connectProtocol } from '../../src/transports/connect.js';
 import { startHttp } from '../../src/transports/http.js';
 import type { Sandbox } from './server.js';
@@ -14,7 +15,7 @@ type Json = Record<string, any>;
 async function wired(sb: Sandbox, env: Record<string, string>, options: AppOptions = {}) {
   const app = createApp(loadConfig({ env: { ...sb.env, ...env }, cwd: sb.project }), {
     watch: false,
-    log: () => undefined,
+    log: silentLogger,
     validationWorker: await validationWorkerUrl(),
     ...options,
   });
@@ -70,7 +71,7 @@ export async function inProcessHttp(sb: Sandbox, env: Record<string, string> = {
   const config = loadConfig({ env: { ...sb.env, WORKFLOWLOOKUP_RATE_LIMIT: '0', ...env }, cwd: sb.project });
   const app = createApp(config, {
     watch: false,
-    log: () => undefined,
+    log: silentLogger,
     validationWorker: await validationWorkerUrl(),
     ...options,
   });

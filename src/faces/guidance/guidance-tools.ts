@@ -9,6 +9,7 @@ import { allStepIds, findActionStep, nextStep } from '../../engine/next-step.js'
 import { CriteriaError, GENERIC_SUGGESTION, type ValidationEngine } from '../../engine/validation-engine.js';
 import { checkSubmission, withSubmissionCheck } from '../../engine/workrail.js';
 import { ID_PATTERN, IdSchema, isCommandStep, type Workflow } from '../../model/workflow.js';
+import { ATTR, inSpanSync } from '../../telemetry/trace.js';
 import { contextTable, toMermaid, workflowDiagram } from '../../workflows/diagram.js';
 import { formatOf } from '../../workflows/parse.js';
 import { contentVersion, type Listing, type WorkflowRegistry } from '../../workflows/registry.js';
@@ -470,8 +471,16 @@ export function guidanceTools({
         else if (step.output_contract !== undefined) await engine.load();
         try {
           if (isCommandStep(step)) return commandOutputCheck(engine, step.output_contract, output);
-          engine.check(step.validationCriteria);
-          const validation = engine.validate(step.validationCriteria, output, context ?? {});
+          const validation = inSpanSync(
+            'validation check',
+            { [ATTR.workflow]: workflowId, [ATTR.step]: stepId },
+            (span) => {
+              engine.check(step.validationCriteria);
+              const result = engine.validate(step.validationCriteria, output, context ?? {});
+              span?.setAttribute('workflowlookup.validation.valid', result.valid);
+              return result;
+            },
+          );
           return withSubmissionCheck(validation, checkSubmission(workflow, step, { summary: output }));
         } catch (error) {
           if (!(error instanceof CriteriaError)) throw error;

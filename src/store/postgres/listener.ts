@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { Logger } from '../../telemetry/log.js';
 
 /** What a subscriber hears: a notification on its channel, or that notifications may have been missed. */
 export interface ChannelSubscriber {
@@ -11,7 +12,7 @@ export interface ChannelSubscriber {
 export interface ListenerOptions {
   url: string;
   channels: readonly string[];
-  log?: ((line: string) => void) | undefined;
+  log?: Logger | undefined;
   /** Words for an error (connection problems named, never the password). */
   describe: (error: unknown) => string;
   /** How often an idle listening connection is checked (default 10 s). */
@@ -84,7 +85,7 @@ export class NotificationListener {
         this.client = undefined;
         this.stopPing();
         if (!this.closed && this.subscribers.size > 0) {
-          this.options.log?.(
+          this.options.log?.warn(
             `PostgreSQL listening connection lost${error ? `: ${this.options.describe(error)}` : ''}; reconnecting`,
           );
           this.later();
@@ -105,7 +106,7 @@ export class NotificationListener {
       lost = true;
       await client.end().catch(() => undefined);
       if (this.failures++ === 0)
-        this.options.log?.(`PostgreSQL LISTEN failed: ${this.options.describe(error)}`);
+        this.options.log?.warn(`PostgreSQL LISTEN failed: ${this.options.describe(error)}`);
       this.later();
       return;
     }
@@ -115,7 +116,7 @@ export class NotificationListener {
       if (!this.closed && this.subscribers.size > 0) this.later();
       return;
     }
-    if (this.failures > 0) this.options.log?.('PostgreSQL listening connection restored');
+    if (this.failures > 0) this.options.log?.info('PostgreSQL listening connection restored');
     this.failures = 0;
     this.pauseMs = FIRST_RETRY_MS;
     this.client = client;

@@ -3,6 +3,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DomainFailure } from '../../engine/errors.js';
+import { createLogger } from '../../telemetry/log.js';
 import type { ExecutionRecord, StepRecord } from '../execution-store.js';
 import { countsQuery, headsQuery, listQuery, telemetryQuery } from '../sql/queries.js';
 import { execution, seed, step, T0 } from '../store-test-kit.js';
@@ -192,7 +193,14 @@ describe.skipIf(server.url === undefined)('PostgreSQL adapter', () => {
     const viaProxy = new URL(url);
     viaProxy.host = `127.0.0.1:${proxy.port}`;
     const logged: string[] = [];
-    const store = await openPostgresStore(viaProxy.toString(), { poolSize: 2, log: (l) => logged.push(l) });
+    const store = await openPostgresStore(viaProxy.toString(), {
+      poolSize: 2,
+      log: createLogger({
+        level: 'debug',
+        human: false,
+        stream: { write: (line: string) => logged.push(JSON.parse(line).msg) },
+      }),
+    });
     await seed(store);
     const error = await store
       .transaction(async (tx) => {

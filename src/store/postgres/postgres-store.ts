@@ -1,5 +1,8 @@
 import pg from 'pg';
 import { DomainFailure, fail } from '../../engine/errors.js';
+import type { Logger } from '../../telemetry/log.js';
+import { metrics } from '../../telemetry/metrics.js';
+import { inSpan } from '../../telemetry/trace.js';
 import type {
   ExecutionCountFilter,
   ExecutionFilter,
@@ -31,7 +34,7 @@ export interface PostgresStoreOptions {
   /** Most connections the pool opens (default 10). */
   poolSize?: number;
   /** Where pool problems between calls, and transactions run again, are reported (default: dropped). */
-  log?: (line: string) => void;
+  log?: Logger;
   /** How long a statement waits for a lock another transaction holds (default 30 s). */
   lockTimeoutMs?: number;
 }
@@ -150,7 +153,7 @@ export class PostgresExecutionStore implements ExecutionStore {
   private readonly target: Target;
   private readonly reads: StoreWriter;
   private readonly lockTimeoutMs: number;
-  private readonly log: ((line: string) => void) | undefined;
+  private readonly log: Logger | undefined;
   private closed: Promise<void> | undefined;
   private readonly listener: NotificationListener;
   readonly documents: PostgresDocuments;
@@ -177,7 +180,7 @@ export class PostgresExecutionStore implements ExecutionStore {
     const log = options.log;
     this.log = log;
     this.pool.on('error', (error) => {
-      log?.(`PostgreSQL connection dropped: ${this.describe(error)}`);
+      log?.warn(`PostgreSQL connection dropped: ${this.describe(error)}`);
     });
     const read: Run = async (name, text, values) => {
       try {
@@ -309,6 +312,10 @@ export class PostgresExecutionStore implements ExecutionStore {
   }
 
   transaction<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
+    return inSpan('store transaction', { 'db.system.name': 'postgresql' }, () => this.writing(fn));
+  }
+
+  private writing<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
     return this.inTransaction(
       'READ COMMITTED',
       async (run, last) => {
@@ -411,8 +418,9 @@ export class PostgresExecutionStore implements ExecutionStore {
         const duplicate = options.retryDuplicates === true && isDuplicate(cause) && attempt <= 3;
         if ((isSerializationFailure(cause) || duplicate) && !broken) {
           if (attempt < MAX_ATTEMPTS) {
+            metrics.transactionRetry('postgres');
             // Rare at READ COMMITTED (a deadlock, two inserts of one key): worth a line when it happens.
-            this.log?.(
+            this.log?.info(
               `PostgreSQL: a transaction runs again (attempt ${attempt + 1}) after ${this.describe(cause)}`,
             );
             await pause(Math.random() * Math.min(100, 2 ** attempt));
@@ -461,6 +469,19 @@ export class PostgresExecutionStore implements ExecutionStore {
    */
   watch(listener: () => void): () => void {
     return this.listener.subscribe({ channel: EXECUTIONS_CHANNEL, notify: listener, resync: listener });
+  }
+
+  async figures() {
+    return {
+      schemaVersion: await this.schemaVersion(),
+      expectedSchemaVersion: PG_MIGRATIONS.at(-1)?.version ?? 0,
+      pool: {
+        total: this.pool.totalCount,
+        idle: this.pool.idleCount,
+        waiting: this.pool.waitingCount,
+        max: this.pool.options.max ?? 10,
+      },
+    };
   }
 
   async schemaVersion(): Promise<number> {

@@ -1,6 +1,8 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { metrics } from '../../telemetry/metrics.js';
+import { inSpan } from '../../telemetry/trace.js';
 import type {
   ExecutionCountFilter,
   ExecutionFilter,
@@ -144,6 +146,10 @@ export class SqliteExecutionStore implements ExecutionStore {
 
   transaction<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
     if (this.readOnly) return Promise.reject(new Error(`${this.location} is open read-only`));
+    return inSpan('store transaction', { 'db.system.name': 'sqlite' }, () => this.locked(fn));
+  }
+
+  private locked<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
     return this.exclusive(async () => {
       await this.begin();
       this.failure = undefined;
@@ -182,6 +188,7 @@ export class SqliteExecutionStore implements ExecutionStore {
         return;
       } catch (error) {
         if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw error;
+        metrics.transactionRetry('sqlite');
         await pause(Math.random() * Math.min(20, attempt * 2));
       }
     }
@@ -217,6 +224,19 @@ export class SqliteExecutionStore implements ExecutionStore {
     this.exclusive(() => this.writer.pageExecutions(after, limit));
   schemaVersion = () =>
     this.exclusive(async () => (this.schemaStatement.get() as { version: number }).version);
+  figures = async () => {
+    let walBytes = 0;
+    try {
+      walBytes = statSync(`${this.location}-wal`).size;
+    } catch {
+      // No WAL file (yet, or after a clean close): nothing pending.
+    }
+    return {
+      schemaVersion: await this.schemaVersion(),
+      expectedSchemaVersion: MIGRATIONS.at(-1)?.version ?? 0,
+      walBytes,
+    };
+  };
   getTask = (taskId: string) => this.exclusive(() => this.writer.getTask(taskId));
   listTasks = (filter: TaskFilter) => this.exclusive(() => this.writer.listTasks(filter));
   listExecutionHeads = (filter: ExecutionPageFilter) =>

@@ -1,0 +1,51 @@
+/**
+ * Where the code counts what operators watch. The calls cost a test of one variable until a metrics
+ * registry is installed (prometheus.ts, loaded by `serve --http` only), so stdio and one-shot commands
+ * never load prom-client.
+ */
+
+/** What the instruments record; prometheus.ts implements it. */
+export interface MetricsSink {
+  /** One MCP request answered: its method, the tool for tools/call and direct calls, and whether it failed. */
+  request(method: string, tool: string | undefined, failed: boolean, seconds: number): void;
+  /** One tool call ended: ok, or the error code it answered with. */
+  toolCall(tool: string, errorCode: string | undefined, seconds: number): void;
+  /** A step submission (workflow_next_step) ended: `advanced`, `completed`, `rejected`, `error`… */
+  step(outcome: string, seconds: number): void;
+  /** A store transaction ran again after a conflict (PostgreSQL: serialization failure, deadlock, duplicate). */
+  transactionRetry(store: 'sqlite' | 'postgres'): void;
+  /** A command step's HTTP call ended: its status class (2xx…) or `error`. */
+  commandCall(status: string, seconds: number): void;
+}
+
+let sink: MetricsSink | undefined;
+
+/** Installs (or, with undefined, removes) the registry the instruments record into. */
+export function setMetricsSink(next: MetricsSink | undefined): void {
+  sink = next;
+}
+
+const seconds = (startedNs: bigint) => Number(process.hrtime.bigint() - startedNs) / 1e9;
+
+/** The instruments; each is a no-op without a sink. */
+export const metrics = {
+  /** A start time for `elapsed`, or 0n when nothing records (saves the clock read). */
+  start(): bigint {
+    return sink === undefined ? 0n : process.hrtime.bigint();
+  },
+  request(method: string, tool: string | undefined, failed: boolean, started: bigint): void {
+    sink?.request(method, tool, failed, seconds(started));
+  },
+  toolCall(tool: string, errorCode: string | undefined, started: bigint): void {
+    sink?.toolCall(tool, errorCode, seconds(started));
+  },
+  step(outcome: string, started: bigint): void {
+    sink?.step(outcome, seconds(started));
+  },
+  transactionRetry(store: 'sqlite' | 'postgres'): void {
+    sink?.transactionRetry(store);
+  },
+  commandCall(status: string, started: bigint): void {
+    sink?.commandCall(status, seconds(started));
+  },
+};

@@ -1,0 +1,234 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createApp } from '../src/app.js';
+import { loadConfig, loadHttpSettings } from '../src/config.js';
+import { createTestDatabase, findTestServer, skipNotice } from '../src/store/postgres/test-database.js';
+import { Health } from '../src/telemetry/health.js';
+import { silentLogger } from '../src/telemetry/log.js';
+import { startHttp } from '../src/transports/http.js';
+import { addToken } from '../src/transports/http-auth.js';
+import { startObservability } from '../src/transports/observability.js';
+import { httpClient } from './helpers/http-server.js';
+import { callTool, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
+import { validationWorkerUrl } from './helpers/validation-worker.js';
+
+const DURABLE = `id: observed
+name: Observed
+description: Two agent steps
+version: 1.0.0
+steps:
+  - id: first
+    title: First
+    prompt: Do the first thing.
+  - id: second
+    title: Second
+    prompt: Do the second thing.
+`;
+
+const pg = await findTestServer();
+if (pg.url === undefined) process.stderr.write(skipNotice('metrics on PostgreSQL', pg.why));
+
+const open: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of open.splice(0).reverse()) await close();
+});
+
+/** `serve --http` as the CLI wires it: probes first, /metrics as a mount, the gauges told of the server. */
+async function serveObserved(env: Record<string, string> = {}) {
+  const sb: Sandbox = sandbox();
+  writeFileSync(join(sb.runtime, 'observed.yaml'), DURABLE);
+  const config = loadConfig({ env: { ...sb.env, WORKFLOWLOOKUP_RATE_LIMIT: '0', ...env }, cwd: sb.project });
+  const app = createApp(config, {
+    watch: false,
+    log: silentLogger,
+    validationWorker: await validationWorkerUrl(),
+  });
+  const observability = await startObservability(app);
+  const http = await startHttp(app, loadHttpSettings(config, { port: '0' }), {
+    mounts: { '/metrics': observability.metricsMount },
+    probes: observability.probes,
+  });
+  observability.attach(http);
+  app.warmUp();
+  open.push(async () => {
+    await http.close(0);
+    await observability.close();
+    await app.close();
+    sb.cleanup();
+  });
+  const base = new URL(http.url).origin;
+  return {
+    sb,
+    app,
+    http,
+    observability,
+    base,
+    get: (path: string, init?: RequestInit) => fetch(`${base}${path}`, init),
+  };
+}
+
+/** Asks /readyz until it answers 200 (workflows load in the background); a bounded number of tries. */
+async function ready(get: (path: string) => Promise<Response>): Promise<Response> {
+  for (let i = 0; i < 200; i++) {
+    const res = await get('/readyz');
+    if (res.status === 200) return res;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return get('/readyz');
+}
+
+describe('/healthz and /readyz', () => {
+  it('alive at once; ready once the store answers with the current schema and the workflows are loaded', async () => {
+    const s = await serveObserved();
+    const alive = await s.get('/healthz');
+    expect(alive.status).toBe(200);
+    expect(await alive.json()).toEqual({ status: 'ok', draining: false });
+    const res = await ready(s.get);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      status: 'ready',
+      ready: true,
+      draining: false,
+      checks: { store: 'ok', workflows: 'ok' },
+    });
+    // Probes name the pod's address, not an allowed host: answered; the MCP endpoint still refuses it.
+    const probe = await s.get('/healthz', { headers: { host: '10.1.2.3:8080' } });
+    expect(probe.status).toBe(200);
+    const mcp = await s.get('/mcp', { headers: { host: '10.1.2.3:8080' } });
+    expect(mcp.ok).toBe(false);
+    const post = await s.get('/readyz', { method: 'POST' });
+    expect(post.status).toBe(405);
+  });
+
+  it('readiness goes false while draining; liveness stays true', async () => {
+    const s = await serveObserved();
+    expect((await ready(s.get)).status).toBe(200);
+    s.observability.health.drain();
+    const res = await s.get('/readyz');
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ status: 'draining', ready: false, draining: true });
+    expect((await s.get('/healthz')).status).toBe(200);
+  });
+
+  it('a failing check makes readiness false and says why; a thrown error is the reason', async () => {
+    const health = new Health([
+      { name: 'store', check: async () => 'schema version 3, this build expects 4' },
+      {
+        name: 'workflows',
+        check: async () => {
+          throw new Error('loading failed: disk');
+        },
+      },
+    ]);
+    expect(await health.readiness()).toEqual({
+      ready: false,
+      draining: false,
+      checks: { store: 'schema version 3, this build expects 4', workflows: 'loading failed: disk' },
+    });
+  });
+});
+
+describe('/metrics (Prometheus text format)', () => {
+  it('counts requests, errors, tool calls and step latency; reads executions, sessions, tasks and the WAL', async () => {
+    const s = await serveObserved();
+    const client = await httpClient(s.http.url);
+    try {
+      const started = await callTool(client, 'workflow_start', { workflow_name: 'observed' });
+      await callTool(client, 'workflow_next_step', { token: tokenOf(started), output: { summary: 'ok' } });
+      const missing = await callTool(client, 'workflow_get', { id: 'no-such-workflow' });
+      expect(missing.error.data.error_code).toBe('WORKFLOW_NOT_FOUND');
+      const res = await s.get('/metrics');
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      const text = await res.text();
+      for (const line of [
+        'workflowlookup_mcp_requests_total{method="tools/call",tool="workflow_start"} 1',
+        'workflowlookup_mcp_requests_total{method="initialize",tool=""} 1',
+        'workflowlookup_mcp_request_errors_total{method="tools/call",tool="workflow_get"} 1',
+        'workflowlookup_tool_calls_total{tool="workflow_get",outcome="WORKFLOW_NOT_FOUND"} 1',
+        'workflowlookup_tool_calls_total{tool="workflow_next_step",outcome="ok"} 1',
+        'workflowlookup_step_duration_seconds_count{outcome="step"} 1',
+        'workflowlookup_executions{state="running"} 1',
+        'workflowlookup_http_sessions{principal="local"} 1',
+        'workflowlookup_task_queue_depth 0',
+        'workflowlookup_store_transaction_retries_total{store="postgres"} 0',
+      ]) {
+        expect(text).toContain(line);
+      }
+      expect(text).not.toContain(
+        'workflowlookup_mcp_request_errors_total{method="tools/call",tool="workflow_start"}',
+      );
+      expect(text).toMatch(/^workflowlookup_sqlite_wal_bytes \d+$/m);
+      expect(text).toMatch(/^process_resident_memory_bytes \d+$/m);
+      expect(text).toMatch(
+        /^workflowlookup_mcp_request_duration_seconds_bucket\{le="0.005",method="tools\/call"\} \d+$/m,
+      );
+      // SQLite has no pool: the PostgreSQL gauge has no series.
+      expect(text).not.toMatch(/^workflowlookup_postgres_pool_connections\{/m);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('behind authentication: needs the admin scope; probes need no token', async () => {
+    const dir = sandbox();
+    open.push(async () => dir.cleanup());
+    const file = join(dir.root, 'tokens.json');
+    const admin = await addToken(file, 'ops', ['admin'], 'ops');
+    const reader = await addToken(file, 'reader', ['read'], 'reader');
+    const s = await serveObserved({ WORKFLOWLOOKUP_AUTH: 'tokens', WORKFLOWLOOKUP_TOKENS_FILE: file });
+    const none = await s.get('/metrics');
+    expect(none.status).toBe(401);
+    expect(await none.text()).toMatch(/admin \(or metrics\) scope/);
+    const readOnly = await s.get('/metrics', { headers: { authorization: `Bearer ${reader}` } });
+    expect(readOnly.status).toBe(403);
+    expect(readOnly.headers.get('www-authenticate')).toMatch(/insufficient_scope/);
+    const ok = await s.get('/metrics', { headers: { authorization: `Bearer ${admin}` } });
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toContain('workflowlookup_mcp_requests_total');
+    expect((await s.get('/healthz')).status).toBe(200);
+  });
+
+  it('WORKFLOWLOOKUP_METRICS_PORT: a listener of its own for scrapers, with the probes and nothing else', async () => {
+    const s = await serveObserved({ WORKFLOWLOOKUP_METRICS_PORT: '0' });
+    const url = s.observability.metricsUrl as string;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const metrics = await fetch(`${url}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain('workflowlookup_executions');
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${url}/mcp`)).status).toBe(404);
+  });
+
+  it('a bad WORKFLOWLOOKUP_METRICS_PORT is refused with its name', async () => {
+    await expect(serveObserved({ WORKFLOWLOOKUP_METRICS_PORT: 'ninety' })).rejects.toThrow(
+      /WORKFLOWLOOKUP_METRICS_PORT/,
+    );
+  });
+});
+
+describe.skipIf(pg.url === undefined)('/metrics and /readyz on PostgreSQL', () => {
+  it('the pool gauge shows connections; readiness checks the PostgreSQL schema', async () => {
+    const db = await createTestDatabase(pg.url as string);
+    open.push(() => db.drop());
+    const s = await serveObserved({
+      WORKFLOWLOOKUP_DATABASE_URL: (await db.schema()).url,
+      WORKFLOWLOOKUP_TOKEN_SECRET: 'observability-postgres-secret-0123456789abcdef',
+    });
+    const res = await ready(s.get);
+    expect(await res.json()).toMatchObject({ ready: true, checks: { store: 'ok', workflows: 'ok' } });
+    const client = await httpClient(s.http.url);
+    try {
+      await callTool(client, 'workflow_start', { workflow_name: 'observed' });
+    } finally {
+      await client.close();
+    }
+    const text = await (await s.get('/metrics')).text();
+    expect(text).toMatch(/^workflowlookup_postgres_pool_connections\{state="total"\} [1-9]\d*$/m);
+    expect(text).toContain('workflowlookup_postgres_pool_connections{state="max"} 10');
+    expect(text).toMatch(/^workflowlookup_postgres_pool_connections\{state="waiting"\} 0$/m);
+    expect(text).toContain('workflowlookup_executions{state="running"} 1');
+    expect(text).toMatch(/^workflowlookup_sqlite_wal_bytes 0$/m);
+  });
+});

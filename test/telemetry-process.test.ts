@@ -1,0 +1,187 @@
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { httpClient, startHttpServer } from './helpers/http-server.js';
+import { RawServer, type Sandbox, sandbox } from './helpers/server.js';
+
+type Json = Record<string, any>;
+
+const cleanups: (() => void | Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function box(): Sandbox {
+  const sb = sandbox();
+  cleanups.push(() => sb.cleanup());
+  return sb;
+}
+
+/**
+ * NODE_OPTIONS that make the spawned server write every module URL it loads to a file: which chunks
+ * of dist/ a run touched (the OpenTelemetry SDK is dist/chunks/otel-*.js, prom-client prometheus-*.js).
+ */
+function moduleLog(sb: Sandbox): { env: Record<string, string>; loaded: () => string[] } {
+  const log = join(sb.root, 'modules.log');
+  const hooks = join(sb.root, 'hooks.mjs');
+  const register = join(sb.root, 'register.mjs');
+  writeFileSync(
+    hooks,
+    `import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) {\n  appendFileSync(${JSON.stringify(log)}, url + '\\n');\n  return next(url, context);\n}\n`,
+  );
+  writeFileSync(
+    register,
+    `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`,
+  );
+  appendFileSync(log, '');
+  return {
+    env: { NODE_OPTIONS: `--import=${pathToFileURL(register).href}` },
+    loaded: () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []),
+  };
+}
+
+/** One stdio session: initialize, a listing, a call that fails; then stdin ends and the server exits. */
+async function session(sb: Sandbox, env: Record<string, string>) {
+  const server = new RawServer({ env: { ...sb.env, ...env }, cwd: sb.project });
+  cleanups.push(() => server.kill());
+  await server.initialize();
+  await server.request(2, 'tools/call', { name: 'workflow_list', arguments: {} });
+  const missing = await server.request(3, 'tools/call', {
+    name: 'workflow_get',
+    arguments: { id: 'no-such-workflow' },
+  });
+  server.child.stdin.end();
+  const exit = await server.exited;
+  return { server, exit, missing: (missing.result as Json).structuredContent.error as Json };
+}
+
+const jsonLines = (stderr: string): Json[] =>
+  stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Json);
+
+describe('telemetry off: free', () => {
+  it('without OTEL_* variables the OpenTelemetry SDK and prom-client are never loaded', async () => {
+    const sb = box();
+    const modules = moduleLog(sb);
+    const { exit } = await session(sb, modules.env);
+    expect(exit.code).toBe(0);
+    const chunks = modules.loaded().filter((u) => u.includes('/dist/'));
+    // The hooks saw the bundle (a check that this test can see anything at all)...
+    expect(chunks.some((u) => /\/dist\/chunks\/main-[A-Z0-9]+\.js$/.test(u))).toBe(true);
+    // ...and neither the SDK's chunk nor the metrics registry's.
+    expect(chunks.filter((u) => /\/(otel|prometheus|observability)-[A-Z0-9]+\.js$/.test(u))).toEqual([]);
+    // Not even the OpenTelemetry API (its global tracer proxy) is loaded: only its types are imported.
+    const withApi = chunks.filter((u) =>
+      readFileSync(new URL(u), 'utf8').includes('new ProxyTracerProvider()'),
+    );
+    expect(withApi).toEqual([]);
+  });
+});
+
+describe('logs and traces of a real process', () => {
+  it('JSON lines on stderr with level and correlation id; with an OTLP endpoint, spans are exported and lines carry the trace id', async () => {
+    const posts: { url: string; type: string | undefined; body: Json }[] = [];
+    const collector = createServer((req: IncomingMessage, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        posts.push({
+          url: req.url ?? '',
+          type: req.headers['content-type'],
+          body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json,
+        });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{}');
+      });
+    });
+    await new Promise<void>((r) => collector.listen(0, '127.0.0.1', () => r()));
+    cleanups.push(() => new Promise<void>((r) => collector.close(() => r())));
+    const port = (collector.address() as AddressInfo).port;
+
+    const sb = box();
+    const modules = moduleLog(sb);
+    const { server, exit, missing } = await session(sb, {
+      ...modules.env,
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+      OTEL_SERVICE_NAME: 'wl-under-test',
+    });
+    expect(exit.code).toBe(0);
+    expect(modules.loaded().some((u) => /\/dist\/chunks\/otel-[A-Z0-9]+\.js$/.test(u))).toBe(true);
+
+    // The failed call's log line: JSON, its level, the correlation id its error answer carries, the trace id.
+    const line = jsonLines(server.stderr).find((l) => l.correlation_id === missing.data.correlation_id);
+    expect(line).toMatchObject({
+      level: 'info',
+      name: 'workflowlookup',
+      error_code: 'WORKFLOW_NOT_FOUND',
+      trace_id: expect.stringMatching(/^[0-9a-f]{32}$/),
+      span_id: expect.stringMatching(/^[0-9a-f]{16}$/),
+    });
+
+    // The spans reached the collector over OTLP/HTTP (JSON) before the process exited.
+    expect(posts.length).toBeGreaterThan(0);
+    expect(posts[0]).toMatchObject({ url: '/v1/traces', type: 'application/json' });
+    const spans = posts.flatMap((p) =>
+      (p.body.resourceSpans as Json[]).flatMap((r) =>
+        (r.scopeSpans as Json[]).flatMap((s) => s.spans as Json[]),
+      ),
+    );
+    const names = spans.map((s) => s.name as string);
+    expect(names).toEqual(expect.arrayContaining(['tools/call workflow_list', 'tool workflow_get']));
+    const failedCall = spans.find((s) => s.name === 'tools/call workflow_get') as Json;
+    const resource = (posts[0] as { body: Json }).body.resourceSpans[0].resource as Json;
+    const service = (resource.attributes as Json[]).find((a: Json) => a.key === 'service.name');
+    expect(service?.value.stringValue).toBe('wl-under-test');
+    // The log line's trace is the failed call's (OTLP/JSON writes ids in hex).
+    expect(line?.trace_id).toBe(failedCall.traceId);
+  });
+
+  it('WORKFLOWLOOKUP_LOG_LEVEL=warn leaves out info lines; an unknown level is said once and info is kept', async () => {
+    const quiet = await session(box(), { WORKFLOWLOOKUP_LOG_LEVEL: 'warn' });
+    expect(jsonLines(quiet.server.stderr).filter((l) => l.level === 'info')).toEqual([]);
+    const wrong = await session(box(), { WORKFLOWLOOKUP_LOG_LEVEL: 'loud' });
+    const lines = jsonLines(wrong.server.stderr);
+    expect(lines[0]).toMatchObject({
+      level: 'warn',
+      msg: expect.stringMatching(/WORKFLOWLOOKUP_LOG_LEVEL=loud is not a level/),
+    });
+    expect(lines.some((l) => l.level === 'info' && l.error_code === 'WORKFLOW_NOT_FOUND')).toBe(true);
+  });
+});
+
+describe('draining on SIGTERM (spawned serve --http)', () => {
+  it('readiness goes false at once while the server keeps serving; a second signal ends it cleanly', async () => {
+    const sb = box();
+    const s = await startHttpServer(sb, { WORKFLOWLOOKUP_DRAIN_SECONDS: '120' });
+    cleanups.push(() => s.kill());
+    const base = new URL(s.url).origin;
+    const readyz = async () => (await fetch(`${base}/readyz`)).status;
+    let status = 0;
+    for (let i = 0; i < 200 && status !== 200; i++) {
+      status = await readyz();
+      if (status !== 200) await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(status).toBe(200);
+    s.kill('SIGTERM');
+    for (let i = 0; i < 200 && status !== 503; i++) {
+      status = await readyz();
+      if (status !== 503) await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(status).toBe(503);
+    const alive = await fetch(`${base}/healthz`);
+    expect(alive.status).toBe(200);
+    expect(await alive.json()).toEqual({ status: 'ok', draining: true });
+    // Still serving MCP while draining.
+    const client = await httpClient(s.url);
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    await client.close();
+    s.kill('SIGTERM');
+    expect(await s.exited).toEqual({ code: 0, signal: null });
+    expect(jsonLines(s.stderr()).some((l) => /draining: closing in 120 s/.test(l.msg))).toBe(true);
+  });
+});

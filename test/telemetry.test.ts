@@ -1,0 +1,184 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/client';
+import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTracing, type Tracing } from '../src/telemetry/otel.js';
+import { ATTR } from '../src/telemetry/trace.js';
+import { inProcessClient } from './helpers/in-process.js';
+import { callTool, FIXTURES, type Sandbox, tokenOf } from './helpers/server.js';
+import { apiSandbox, type TasksApi } from './helpers/tasks-api.js';
+
+type Json = Record<string, any>;
+
+/** A W3C trace context as a client would send it in `_meta` (trace id, parent span id, sampled). */
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const PARENT_ID = '00f067aa0ba902b7';
+const traceparent = `00-${TRACE_ID}-${PARENT_ID}-01`;
+
+const DURABLE = `id: traced-durable
+name: Traced durable
+description: Two agent steps
+version: 1.0.0
+steps:
+  - id: first
+    title: First
+    prompt: Do the first thing.
+  - id: second
+    title: Second
+    prompt: Do the second thing.
+`;
+
+const COMMAND = `id: traced-command
+name: Traced command
+description: An agent step, then a command step against the API
+version: 1.0.0
+steps:
+  - id: ask
+    title: Ask
+    prompt: Say go.
+  - id: fetch-task
+    title: Fetch the task
+    run: tasks-api get-task
+    with: { taskId: t1 }
+`;
+
+let exporter: InMemorySpanExporter;
+let tracing: Tracing;
+let api: TasksApi;
+let sb: Sandbox;
+let client: Client;
+let close: () => Promise<void>;
+
+beforeAll(async () => {
+  exporter = new InMemorySpanExporter();
+  tracing = startTracing({}, { version: 'test', exporter, immediate: true });
+  ({ api, sb } = await apiSandbox());
+  writeFileSync(join(sb.runtime, 'traced-durable.yaml'), DURABLE);
+  writeFileSync(join(sb.runtime, 'traced-command.yaml'), COMMAND);
+  ({ client, close } = await inProcessClient(sb));
+  const imported = await callTool(client, 'catalog_import_openapi', {
+    source: join(FIXTURES, 'openapi', 'tasks-api.yaml'),
+    catalog_title: 'Tasks API',
+    base_url: api.baseUrl,
+  });
+  expect(imported.catalog_id).toBe('tasks-api');
+});
+
+afterAll(async () => {
+  await close();
+  await tracing.shutdown();
+  await api.stop();
+  sb.cleanup();
+});
+
+beforeEach(() => exporter.reset());
+
+/** Submits a step's output with a trace context in `_meta`, as a traced client does. */
+async function submit(token: string): Promise<Json> {
+  const res = await client.callTool({
+    name: 'workflow_next_step',
+    arguments: { token, output: { summary: 'done' } },
+    _meta: { traceparent },
+  });
+  expect(res.isError).toBeFalsy();
+  return res.structuredContent as Json;
+}
+
+const idOf = (s: ReadableSpan) => s.spanContext().spanId;
+const childrenOf = (spans: ReadableSpan[], parent: ReadableSpan) =>
+  spans.filter((s) => s.parentSpanContext?.spanId === idOf(parent));
+const one = (spans: ReadableSpan[], name: string) => {
+  const found = spans.filter((s) => s.name === name);
+  expect(found.map((s) => s.name)).toEqual([name]);
+  return found[0] as ReadableSpan;
+};
+
+describe('traces (OpenTelemetry, in-memory exporter)', () => {
+  it('a durable step: request span under the client trace, tool span, step span with ids, store transactions', async () => {
+    const started = await callTool(client, 'workflow_start', { workflow_name: 'traced-durable' });
+    const token = tokenOf(started);
+    exporter.reset();
+    await submit(token);
+    const spans = exporter.getFinishedSpans();
+    // Every span of the call is in the client's trace.
+    expect(new Set(spans.map((s) => s.spanContext().traceId))).toEqual(new Set([TRACE_ID]));
+
+    const request = one(spans, 'tools/call workflow_next_step');
+    expect(request.parentSpanContext?.spanId).toBe(PARENT_ID);
+    expect(request.attributes).toMatchObject({
+      [ATTR.method]: 'tools/call',
+      [ATTR.tool]: 'workflow_next_step',
+    });
+    const [tool] = childrenOf(spans, request);
+    expect(tool?.name).toBe('tool workflow_next_step');
+    expect(tool?.attributes[ATTR.principal]).toBe('local');
+    const [step] = childrenOf(spans, tool as ReadableSpan);
+    expect(step?.name).toBe('workflow step');
+    expect(step?.attributes).toEqual({
+      [ATTR.principal]: 'local',
+      [ATTR.execution]: started.execution_id,
+      [ATTR.step]: 'first',
+      [ATTR.workflow]: 'traced-durable',
+    });
+    const transactions = childrenOf(spans, step as ReadableSpan);
+    expect(transactions.length).toBeGreaterThan(0);
+    expect(new Set(transactions.map((s) => s.name))).toEqual(new Set(['store transaction']));
+    expect(transactions[0]?.attributes['db.system.name']).toBe('sqlite');
+    // The step's output check, inside the transaction that records it.
+    const check = one(spans, 'validation check');
+    expect(transactions.map(idOf)).toContain(check.parentSpanContext?.spanId);
+    expect(check.attributes).toEqual({
+      [ATTR.workflow]: 'traced-durable',
+      [ATTR.step]: 'first',
+      'workflowlookup.validation.valid': true,
+    });
+    // Never a token or an output in a span.
+    const recorded = JSON.stringify(spans.map((s) => [s.name, s.attributes, s.events]));
+    expect(recorded).not.toContain(token);
+    expect(recorded).not.toContain('done');
+  });
+
+  it('a command step: a client span under the step span, its trace context sent to the API', async () => {
+    const started = await callTool(client, 'workflow_start', { workflow_name: 'traced-command' });
+    const before = api.requests.length;
+    exporter.reset();
+    const answer = await submit(tokenOf(started));
+    expect(answer.workflow_state).toBe('completed');
+    const spans = exporter.getFinishedSpans();
+    const step = one(spans, 'workflow step');
+    const call = one(spans, 'GET /tasks/{taskId}');
+    expect(call.kind).toBe(2); // SpanKind.CLIENT
+    // The call is the step's descendant (through the command phase), in the client's trace.
+    let cursor: ReadableSpan | undefined = call;
+    while (cursor !== undefined && idOf(cursor) !== idOf(step)) {
+      const parent: string | undefined = cursor.parentSpanContext?.spanId;
+      cursor = spans.find((s) => idOf(s) === parent);
+    }
+    expect(cursor).toBe(step);
+    expect(call.attributes).toMatchObject({
+      'http.request.method': 'GET',
+      'http.response.status_code': 200,
+      'server.address': '127.0.0.1',
+      'workflowlookup.command': 'tasks-api get-task',
+    });
+    // The API received the W3C trace context of the client span (and the credential stays out of spans).
+    const sent = api.requests.slice(before).find((r) => r.url.endsWith('/tasks/t1'));
+    expect(sent?.headers.traceparent).toBe(`00-${TRACE_ID}-${idOf(call)}-01`);
+    expect(JSON.stringify(spans.map((s) => s.attributes))).not.toContain('Bearer');
+  });
+
+  it('a failed tool call marks its spans failed, with the error message and no stack', async () => {
+    const res = await client.callTool({
+      name: 'workflow_next_step',
+      arguments: { token: 'not-a-token', output: { summary: 'x' } },
+      _meta: { traceparent },
+    });
+    expect(res.isError).toBe(true);
+    const spans = exporter.getFinishedSpans();
+    const request = one(spans, 'tools/call workflow_next_step');
+    expect(request.status.code).toBe(2); // SpanStatusCode.ERROR
+    const tool = one(spans, 'tool workflow_next_step');
+    expect(tool.status).toMatchObject({ code: 2, message: 'Security error' });
+  });
+});
