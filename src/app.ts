@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { CatalogRegistry } from './catalogs/catalog-registry.js';
 import { CatalogService } from './catalogs/catalog-service.js';
@@ -82,6 +82,13 @@ export interface AppOptions {
    * CLI loads them (src/protocol/conformance-fixtures.ts) only when asked to.
    */
   conformanceFixtures?: ConformanceFixtures | undefined;
+  /**
+   * The app serves Streamable HTTP (`serve --http`): checks run only with WORKFLOWLOOKUP_HTTP_CHECKS,
+   * since a remote client's submission would make the server host run a command.
+   */
+  servesHttp?: boolean;
+  /** The clock approval timeouts are measured by (tests inject one). */
+  clock?: () => number;
 }
 
 /** Checked workflow definitions, in the data dir (an optimisation only: deleting it is always safe). */
@@ -113,6 +120,8 @@ export interface ServerOptions {
   era?: 'legacy' | 'modern';
   /** Lets the transport serve later requests while request `id` waits on the network. */
   detach?: (id: string | number) => void;
+  /** Which transport the server is for (approval elicitation is configured per transport). */
+  transport?: 'stdio' | 'http';
 }
 
 export interface AppServices {
@@ -237,6 +246,21 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   const commands = { runner: new CommandStepRunner(catalogService, engine), catalogs };
   const inputs = new InputChecker({ engine, catalogs: catalogService, allowedEnv: config.allowedEnv });
 
+  // The operator's checks (WORKFLOWLOOKUP_CHECKS_FILE), read when executions are first used.
+  const loadChecks = async () => {
+    if (config.checksFile === undefined) return undefined;
+    const { ConfiguredChecks, loadChecksFile } = await import('./executions/checks.js');
+    const file = config.checksFile;
+    return new ConfiguredChecks(
+      {
+        file,
+        checks: loadChecksFile(file, dirname(file)),
+        allowed: options.servesHttp !== true || config.httpChecks,
+      },
+      { env: config.env, commands: commands.runner },
+    );
+  };
+
   // The store (and its driver: the native SQLite module or pg) is opened on first use, not at start-up.
   let opening: Promise<ExecutionService> | undefined;
   const executions = () => {
@@ -247,7 +271,10 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       ]);
       const opened = await sharedStore();
       const tokens = new TokenService(loadTokenSecret(config.dataDir, config.tokenSecret), config.tokenTtlMs);
+      const checks = await loadChecks();
       return new ExecutionService({
+        ...(checks ? { checks } : {}),
+        ...(options.clock ? { clock: options.clock } : {}),
         store: opened,
         registry,
         personas,
@@ -426,6 +453,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       principal: options.principal ?? LOCAL_PRINCIPAL,
       detach: options.detach,
       era: options.era,
+      approvalElicitation: config.approvalElicitation[options.transport ?? 'stdio'],
       onDefinitionsChanged: onResourcesChanged,
       subscriptionLimits,
       tasks,

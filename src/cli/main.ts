@@ -242,6 +242,7 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
   }
   // The suite's fixtures are loaded only when asked for: a served workflowlookup never has them.
   const app = createApp(config, {
+    servesHttp: withHttp,
     ...(flags['conformance-fixtures']
       ? {
           conformanceFixtures: (await import('../protocol/conformance-fixtures.js')).conformanceFixtures(),

@@ -7,6 +7,7 @@ import {
   type RequestOptions,
   type ServerContext,
 } from '@modelcontextprotocol/server';
+import type { ApprovalAnswer, ApprovalQuestion, Caller } from '../executions/execution-model.js';
 import type { ConfirmAnswer } from '../faces/tool.js';
 import type { ClientAbilities } from '../runs/run-model.js';
 
@@ -179,4 +180,89 @@ export function confirmationFor(
       relatedRequestId: request.id,
     } as RequestOptions),
   );
+}
+
+/** The form an approval question is: approve or reject, and why. */
+function approvalForm(q: ApprovalQuestion) {
+  return {
+    mode: 'form' as const,
+    message: `Approval needed for step "${q.step_name}" of ${q.workflow_id} (execution ${q.execution_id}): ${q.prompt}\n\nWhat the agent reports: ${q.summary.slice(0, 2000)}`,
+    requestedSchema: {
+      type: 'object' as const,
+      properties: {
+        decision: {
+          type: 'string' as const,
+          title: 'Decision',
+          enum: ['approve', 'reject'],
+          description: 'approve lets the workflow go on; reject sends the step back to the agent',
+        },
+        reason: { type: 'string' as const, title: 'Reason', maxLength: 2000 },
+      },
+      required: ['decision'],
+    },
+  };
+}
+
+/** Whether the client declared form elicitation (a bare `elicitation: {}` predates modes and means form). */
+function declaresFormElicitation(caps: { elicitation?: unknown } | undefined): boolean {
+  const elicitation = caps?.elicitation;
+  if (elicitation === undefined || elicitation === null || typeof elicitation !== 'object') return false;
+  const modes = Object.keys(elicitation as Record<string, unknown>);
+  return modes.length === 0 || modes.includes('form');
+}
+
+/**
+ * Asks the client's user to approve a step output (pushed elicitation, `initialize` revisions only: a
+ * 2026-07-28 request cannot be held open while a person decides). Only `accept` with a decision counts;
+ * anything else (declined, cancelled, failed, malformed) is no answer and the approval stays pending.
+ */
+export function approvalAskerFor(
+  server: McpServer,
+  request: { envelope: unknown; signal: AbortSignal; id: string | number },
+): Caller['askApproval'] {
+  if (envelopeOf(request.envelope) !== undefined) return undefined;
+  if (!declaresFormElicitation(server.server.getClientCapabilities())) return undefined;
+  return async (question): Promise<ApprovalAnswer | undefined> => {
+    let answer: unknown;
+    try {
+      answer = await server.server.request({ method: 'elicitation/create', params: approvalForm(question) }, {
+        signal: request.signal,
+        relatedRequestId: request.id,
+        // A person decides: give them time (the request is cancelled with the tool call).
+        timeout: 30 * 60_000,
+      } as RequestOptions);
+    } catch {
+      return undefined;
+    }
+    const { action, content } = (answer ?? {}) as { action?: unknown; content?: Record<string, unknown> };
+    if (action !== 'accept' || content === null || typeof content !== 'object') return undefined;
+    const decision = content.decision;
+    if (decision !== 'approve' && decision !== 'reject') return undefined;
+    const reason =
+      typeof content.reason === 'string' && content.reason.trim() !== ''
+        ? content.reason.trim().slice(0, 2000)
+        : undefined;
+    return { decision, ...(reason !== undefined ? { reason } : {}) };
+  };
+}
+
+/** The client's roots (`roots/list`), where it declared them at `initialize`; undefined otherwise. */
+export function rootsFor(
+  server: McpServer,
+  request: { envelope: unknown; signal: AbortSignal; id: string | number },
+): Caller['roots'] {
+  if (envelopeOf(request.envelope) !== undefined) return undefined;
+  if (server.server.getClientCapabilities()?.roots === undefined) return undefined;
+  return async () => {
+    try {
+      const { roots } = await server.server.listRoots(undefined, {
+        signal: request.signal,
+        relatedRequestId: request.id,
+        timeout: 10_000,
+      } as RequestOptions);
+      return roots.map((r) => r.uri);
+    } catch {
+      return undefined;
+    }
+  };
 }

@@ -216,6 +216,7 @@ export async function startHttp(
             tools,
             server: () => server,
             caller: (call) => ({ principal: principalOf(call.extra?.authInfo), signal: call.signal }),
+            approvalElicitation: app.config.approvalElicitation.http,
           }),
           ordered: false,
           requireInitialize: false,
@@ -230,7 +231,7 @@ export async function startHttp(
     (ctx) => {
       const tools = app.toolSwitch();
       return withRules(
-        app.serverFactory({ principal: principalOf(ctx.authInfo), era: 'modern', tools }),
+        app.serverFactory({ principal: principalOf(ctx.authInfo), era: 'modern', tools, transport: 'http' }),
         tools,
       );
     },
@@ -299,7 +300,10 @@ export async function startHttp(
     let registered = false;
     try {
       const tools = app.toolSwitch();
-      const server = withRules(app.serverFactory({ principal, era: 'legacy', tools }), tools);
+      const server = withRules(
+        app.serverFactory({ principal, era: 'legacy', tools, transport: 'http' }),
+        tools,
+      );
       const transport = new NodeStreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         eventStore: new SessionEvents(),

@@ -60,6 +60,7 @@ export function serveAppOnStdio(
       tools,
       server: () => server,
       caller: (call) => ({ ...localCaller(), signal: call.signal, onNetworkWait: call.detach }),
+      approvalElicitation: app.config.approvalElicitation.stdio,
     }),
     ordered: true,
     requireInitialize: true,
@@ -68,7 +69,13 @@ export function serveAppOnStdio(
     log: app.log,
   });
   serveStdio(
-    (ctx) => (server = app.serverFactory({ detach: (id) => rules.detach(id), era: ctx.era, tools })),
+    (ctx) =>
+      (server = app.serverFactory({
+        detach: (id) => rules.detach(id),
+        era: ctx.era,
+        tools,
+        transport: 'stdio',
+      })),
     {
       transport: rules,
       onerror: (error) => app.log(`protocol: ${error.message}`),

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { DomainFailure, fail } from '../../engine/errors.js';
 import type {
+  ApprovalFilter,
   ExecutionCountFilter,
   ExecutionFilter,
   ExecutionPageFilter,
@@ -447,6 +448,8 @@ export class PostgresExecutionStore implements ExecutionStore {
   getPinnedDefinition = (hash: string) => this.reads.getPinnedDefinition(hash);
   getTask = (taskId: string) => this.reads.getTask(taskId);
   listTasks = (filter: TaskFilter) => this.reads.listTasks(filter);
+  getApproval = (approvalId: string) => this.reads.getApproval(approvalId);
+  listApprovals = (filter: ApprovalFilter) => this.reads.listApprovals(filter);
   listExecutionHeads = (filter: ExecutionPageFilter) => this.reads.listExecutionHeads(filter);
   countExecutions = (filter: ExecutionCountFilter) => this.reads.countExecutions(filter);
   listPrincipals = () => this.reads.listPrincipals();

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type {
+  ApprovalFilter,
   ExecutionCountFilter,
   ExecutionFilter,
   ExecutionPageFilter,
@@ -219,6 +220,8 @@ export class SqliteExecutionStore implements ExecutionStore {
     this.exclusive(async () => (this.schemaStatement.get() as { version: number }).version);
   getTask = (taskId: string) => this.exclusive(() => this.writer.getTask(taskId));
   listTasks = (filter: TaskFilter) => this.exclusive(() => this.writer.listTasks(filter));
+  getApproval = (approvalId: string) => this.exclusive(() => this.writer.getApproval(approvalId));
+  listApprovals = (filter: ApprovalFilter) => this.exclusive(() => this.writer.listApprovals(filter));
   listExecutionHeads = (filter: ExecutionPageFilter) =>
     this.exclusive(() => this.writer.listExecutionHeads(filter));
   countExecutions = (filter: ExecutionCountFilter) =>
