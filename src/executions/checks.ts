@@ -359,13 +359,18 @@ export class ConfiguredChecks implements CheckRunner {
     ): never =>
       fail({ code: 'check_unavailable', message: `check "${name}" ${why}`, check: name, reason, ...at });
     const config = this.config;
-    if (config === undefined)
-      return refuse(
+    if (config === undefined) {
+      refuse(
         'not_configured',
         'is not available: this server has no checks (WORKFLOWLOOKUP_CHECKS_FILE is unset)',
       );
+      return;
+    }
     const check = config.checks.get(name);
-    if (check === undefined) return refuse('unknown', `is not defined in ${config.file}`);
+    if (check === undefined) {
+      refuse('unknown', `is not defined in ${config.file}`);
+      return;
+    }
     if (!check.enabled) refuse('disabled', `is disabled in ${config.file}`);
     if (!config.allowed)
       refuse(
