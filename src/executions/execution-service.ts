@@ -227,7 +227,28 @@ export class ExecutionService {
   /** Catalogs the workflow requires, and those its command steps name, must be installed and enabled. */
   private checkRequirements(workflow: Workflow): void {
     // A step naming a check this server will not run would strand the execution there: refuse now.
-    for (const step of promptSteps(workflow)) {
+    const steps = promptSteps(workflow);
+    const unknown = steps.filter(
+      (s) =>
+        s.verify !== undefined &&
+        this.deps.checks?.configured === true &&
+        !this.deps.checks.known(s.verify.check),
+    );
+    if (unknown.length > 0) {
+      // A name the operator never defined is the workflow's mistake (a typo): a validation error.
+      fail({
+        code: 'workflow_invalid',
+        message: 'Invalid workflow',
+        workflowId: workflow.id,
+        violations: unknown.map((s) => ({
+          path: `/steps/${s.id}/verify/check`,
+          rule: 'knownCheck',
+          message: `step "${s.id}" names check "${s.verify?.check}", which the server's checks file does not define`,
+          actual: s.verify?.check ?? '',
+        })),
+      });
+    }
+    for (const step of steps) {
       if (step.verify === undefined) continue;
       if (this.deps.checks === undefined) {
         fail({
