@@ -44,6 +44,7 @@ import {
 import { type DefinitionFormat, formatOf } from '../workflows/parse.js';
 import { PersonaRegistry } from '../workflows/personas.js';
 import { WorkflowRegistry } from '../workflows/registry.js';
+import { approvalsCommand, decideCommand } from './approvals-command.js';
 import { COMMAND_SPECS, type CommandSpec, optionLines, TITLE } from './commands.js';
 import { testCommand } from './test-command.js';
 
@@ -527,6 +528,7 @@ type Flags = {
   store?: string;
   out?: string;
   'new-tokens'?: boolean;
+  reason?: string;
   help?: boolean;
   version?: boolean;
 };
@@ -559,6 +561,18 @@ const COMMANDS: Record<string, Command> = {
   migrate: { ...COMMAND_SPECS.migrate, run: (_rest, options, flags) => migrateCommand(options, flags) },
   export: { ...COMMAND_SPECS.export, run: (_rest, options, flags) => exportCommand(options, flags) },
   import: { ...COMMAND_SPECS.import, run: (rest, options, flags) => importCommand(rest, options, flags) },
+  approvals: {
+    ...COMMAND_SPECS.approvals,
+    run: (_rest, options, flags) => approvalsCommand(options, flags.json === true),
+  },
+  approve: {
+    ...COMMAND_SPECS.approve,
+    run: (rest, options, flags) => decideCommand('approve', rest, options, flags.reason),
+  },
+  reject: {
+    ...COMMAND_SPECS.reject,
+    run: (rest, options, flags) => decideCommand('reject', rest, options, flags.reason),
+  },
   token: { ...COMMAND_SPECS.token, run: (rest, options, flags) => token(rest, options, flags) },
 };
 

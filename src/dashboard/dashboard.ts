@@ -18,6 +18,7 @@ import { LOCAL_PRINCIPAL } from '../executions/execution-model.js';
 import type { ExecutionQueries } from '../executions/execution-queries.js';
 import { ID_PATTERN } from '../model/workflow.js';
 import type { ExecutionCursor } from '../store/execution-store.js';
+import { approvalsPages } from './approvals-page.js';
 import { type LiveOptions, LiveUpdates, tasksVersion, versionOf } from './live.js';
 import {
   ACTIONS,
@@ -237,6 +238,15 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
   };
   const assets = new Map<string, Promise<Buffer>>();
   let following = false;
+  // The Approvals page lives in its own module (approvals-page.ts); it is hooked in here.
+  const approvals = approvalsPages({
+    app,
+    csrfFor: (principal) => csrfFor(principal),
+    csrfValid,
+    send: (res, status, body) => send(res, status, body),
+    redirect: (res, location) => redirect(res, location),
+    changed: () => live.poke(),
+  });
 
   const follow = async () => {
     if (following) return;
@@ -635,6 +645,7 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
         return;
       }
     }
+    if (first === 'approvals' && (await approvals.route(ctx, parts.slice(1), req, res, params))) return;
     if (first === 'workflows' && parts.length === 1 && read) return workflows(ctx, res);
     if (first === 'workflows' && parts.length === 2 && second !== undefined && read) {
       if (!WORKFLOW_ID.test(second)) throw new HttpError(404, 'No such workflow.');

@@ -111,7 +111,11 @@ export function allowedActions(state: ExecutionState): Action[] {
 // ---------------------------------------------------------------------------------------------
 // Small parts
 
-function href(ctx: PageContext, path: string, params: Record<string, string | undefined> = {}): string {
+export function href(
+  ctx: PageContext,
+  path: string,
+  params: Record<string, string | undefined> = {},
+): string {
   const query = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') query.set(k, v);
   const q = query.toString();
@@ -207,11 +211,11 @@ function clipped(text: string): string {
     : text;
 }
 
-function layout(
+export function layout(
   ctx: PageContext,
   page: {
     title: string;
-    nav: 'executions' | 'runs' | 'workflows' | 'none';
+    nav: 'executions' | 'runs' | 'approvals' | 'workflows' | 'none';
     body: SafeHtml;
     live?: { url: string; version: string };
     /** A page of the sign-in (no navigation, no one to name). */
@@ -243,7 +247,7 @@ ${page.refresh !== undefined ? html`<meta http-equiv="refresh" content="0; url=$
 ${
   page.anonymous
     ? ''
-    : html`<nav>${nav('executions', '/', 'Executions')}${nav('runs', '/tasks', 'Runs')}${nav('workflows', '/workflows', 'Workflows')}</nav>
+    : html`<nav>${nav('executions', '/', 'Executions')}${nav('runs', '/tasks', 'Runs')}${nav('approvals', '/approvals', 'Approvals')}${nav('workflows', '/workflows', 'Workflows')}</nav>
 <span class="who">${ctx.viewer.principal}</span>${signOut}`
 }
 <span id="live-status" class="live-status"></span>

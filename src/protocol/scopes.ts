@@ -2,7 +2,7 @@
  * OAuth scopes of an authenticated server: what a principal may do. Stdio has one local user and
  * checks none of them.
  */
-export const SCOPES = ['read', 'run', 'author', 'admin'] as const;
+export const SCOPES = ['read', 'run', 'author', 'admin', 'approve'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export const SCOPE_DESCRIPTIONS: Readonly<Record<Scope, string>> = {
@@ -10,6 +10,8 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<Scope, string>> = {
   run: 'start and advance executions, runs and tasks; read their state',
   author: 'save, rename and delete workflows',
   admin: 'import and remove catalogs, purge history',
+  // Held by people, never by an agent's credential: it is what makes an approval a person's.
+  approve: "approve or reject step outputs that wait for a person (the dashboard's Approvals page)",
 };
 
 /**
