@@ -8,7 +8,6 @@ import type { App } from '../app.js';
 import { DomainFailure } from '../engine/errors.js';
 import type { Decider } from '../executions/execution-service.js';
 import type { ApprovalRecord } from '../store/execution-store.js';
-import { HttpError, readForm, refuseCrossSite } from './dashboard.js';
 import { html, type SafeHtml } from './html.js';
 import { href, layout, may, type PageContext, relative } from './pages.js';
 
@@ -32,6 +31,11 @@ export interface ApprovalsDeps {
   redirect: (res: ServerResponse, location: string) => void;
   /** Told after a decision, so live pages look at once. */
   changed: () => void;
+  /** The dashboard's request helpers (passed in: this module is imported by dashboard.ts). */
+  refuseCrossSite: (req: IncomingMessage) => void;
+  readForm: (req: IncomingMessage) => Promise<URLSearchParams>;
+  /** An error the dashboard answers with `status` and the message. */
+  httpError: (status: number, message: string) => Error;
 }
 
 function summaryOf(output: unknown): string {
@@ -72,7 +76,8 @@ function historyTable(ctx: PageContext, rows: readonly ApprovalRecord[]): SafeHt
 
 /** The Approvals routes (`/approvals`, `/approvals/<execution>/decide`); the dashboard hooks them in. */
 export function approvalsPages(deps: ApprovalsDeps) {
-  const { app } = deps;
+  const { app, readForm, refuseCrossSite } = deps;
+  const HttpError = deps.httpError;
   /** The principal whose view counts: null for the standalone dashboard's local user (all of them). */
   const asPrincipal = (ctx: PageContext) => (ctx.viewer.allPrincipals ? null : ctx.viewer.principal);
 
@@ -85,9 +90,9 @@ export function approvalsPages(deps: ApprovalsDeps) {
         ? html`<p class="notice" role="status">${NOTICES[notice as Notice]}</p>`
         : '';
     if (executionId !== undefined) {
-      if (!EXECUTION_ID.test(executionId)) throw new HttpError(400, 'That execution id is not valid.');
+      if (!EXECUTION_ID.test(executionId)) throw HttpError(400, 'That execution id is not valid.');
       const rows = await service.approvalsOf(executionId, asPrincipal(ctx));
-      if (rows === undefined) throw new HttpError(404, `No execution ${executionId} here.`);
+      if (rows === undefined) throw HttpError(404, `No execution ${executionId} here.`);
       const body = html`<h1>Approvals of ${executionId}</h1>${shown}${historyTable(ctx, rows)}
 <p><a href="${href(ctx, '/approvals')}">All pending approvals</a></p>`;
       deps.send(res, 200, layout(ctx, { title: 'Approvals', nav: 'approvals', body }));
@@ -103,13 +108,13 @@ ${pending.length === 0 ? html`<p>No approvals pending.</p>` : pending.map((a) =>
 
   async function decide(ctx: PageContext, executionId: string, req: IncomingMessage, res: ServerResponse) {
     refuseCrossSite(req);
-    if (!may(ctx.viewer, 'approve')) throw new HttpError(403, APPROVE_SCOPE_NEEDED);
+    if (!may(ctx.viewer, 'approve')) throw HttpError(403, APPROVE_SCOPE_NEEDED);
     const form = await readForm(req);
     if (!deps.csrfValid(ctx.viewer.principal, form.get('csrf') ?? '')) {
-      throw new HttpError(403, 'This form has expired; reload the page and try again.');
+      throw HttpError(403, 'This form has expired; reload the page and try again.');
     }
     const decision = form.get('decision');
-    if (decision !== 'approve' && decision !== 'reject') throw new HttpError(400, 'Approve or reject.');
+    if (decision !== 'approve' && decision !== 'reject') throw HttpError(400, 'Approve or reject.');
     const reason = (form.get('reason') ?? '').trim().slice(0, 2000);
     const decider: Decider = ctx.viewer.allPrincipals
       ? {
@@ -136,7 +141,7 @@ ${pending.length === 0 ? html`<p>No approvals pending.</p>` : pending.map((a) =>
       );
     } catch (error) {
       if (error instanceof DomainFailure && error.error.code === 'execution_not_found') {
-        throw new HttpError(404, `No execution ${executionId} here.`);
+        throw HttpError(404, `No execution ${executionId} here.`);
       }
       if (error instanceof DomainFailure && error.error.code === 'state_conflict') {
         deps.redirect(res, back('conflict'));
@@ -162,8 +167,8 @@ ${pending.length === 0 ? html`<p>No approvals pending.</p>` : pending.map((a) =>
       }
       const [executionId, action] = parts;
       if (parts.length === 2 && action === 'decide' && executionId !== undefined) {
-        if (!EXECUTION_ID.test(executionId)) throw new HttpError(404, 'No such execution.');
-        if (method !== 'POST') throw new HttpError(405, 'Use the form on the approvals page.');
+        if (!EXECUTION_ID.test(executionId)) throw HttpError(404, 'No such execution.');
+        if (method !== 'POST') throw HttpError(405, 'Use the form on the approvals page.');
         await decide(ctx, executionId, req, res);
         return true;
       }

@@ -246,6 +246,9 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
     send: (res, status, body) => send(res, status, body),
     redirect: (res, location) => redirect(res, location),
     changed: () => live.poke(),
+    refuseCrossSite,
+    readForm,
+    httpError: (status, message) => new HttpError(status, message),
   });
 
   const follow = async () => {
