@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
@@ -10,7 +11,7 @@ import {
   type TestDatabase,
 } from '../src/store/postgres/test-database.js';
 import { inProcessClient } from './helpers/in-process.js';
-import { callTool, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
+import { CLI, callTool, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
 // Approval gates through the real protocol (SDK client, in-process): the agent's token cannot move a
 // step that waits on a person; only a decision (operator, approver, the client's user) does. Timeouts
@@ -54,7 +55,7 @@ async function setup(
   open.push(conn);
   const call = (name: string, args: Json) => callTool(conn.client, name, args);
   const service = () => conn.app.services.executions();
-  return { ...conn, call, service };
+  return { ...conn, call, service, sb: boxes.at(-1) as Sandbox };
 }
 
 const NOTES = { summary: 'release notes: fixed the parser, added --json' };
@@ -219,6 +220,37 @@ describe('approval gates', () => {
     const answer = await off.call('workflow_next_step', { token: tokenOf(started), output: NOTES });
     expect(answer.approval.status).toBe('pending');
     expect(asked).toBe(0);
+  });
+});
+
+describe('workflowlookup approvals | approve | reject (dist/cli.js on the server host)', () => {
+  it('lists what waits, decides it with a reason, and refuses what cannot be decided', async () => {
+    const { call, sb } = await setup();
+    const cli = (...args: string[]) =>
+      spawnSync(process.execPath, [CLI, ...args], { env: sb.env, cwd: sb.project, encoding: 'utf8' });
+    const started = await call('workflow_start', { workflow_id: 'release-approval' });
+    const waiting = await call('workflow_next_step', { token: tokenOf(started), output: NOTES });
+    const listed = cli('approvals');
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toContain(started.execution_id);
+    expect(listed.stdout).toContain('Ship these release notes?');
+    expect(listed.stdout).toContain('1 pending');
+    const json = JSON.parse(cli('approvals', '--json').stdout);
+    expect(json.pending[0]).toMatchObject({ execution_id: started.execution_id, status: 'pending' });
+
+    const approved = cli('approve', started.execution_id, '--reason', 'checked the notes');
+    expect(approved.status).toBe(0);
+    expect(approved.stdout).toMatch(/approved by cli:/);
+    const moved = await call('workflow_next_step', { token: tokenOf(waiting), output: { summary: 'poll' } });
+    expect(moved.step_name).toBe('publish');
+
+    const again = cli('reject', started.execution_id);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toContain('has no approval pending');
+    const unknown = cli('approve', 'exec_nope');
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toContain('Execution not found');
+    expect(cli('approvals').stdout).toContain('No approvals pending');
   });
 });
 

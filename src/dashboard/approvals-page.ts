@@ -70,7 +70,7 @@ function historyTable(ctx: PageContext, rows: readonly ApprovalRecord[]): SafeHt
   if (rows.length === 0) return html`<p class="muted">No approvals were asked in this execution.</p>`;
   return html`<div class="table-wrap"><table><thead><tr><th>Step</th><th>Asked</th><th>Status</th><th>Decided by</th><th>Via</th><th>When</th><th>Why</th></tr></thead><tbody>${rows.map(
     (a) =>
-      html`<tr><td><code>${a.step_name}</code></td><td>${a.requested_at}</td><td>${a.status}</td><td>${a.decided_by ?? ''}</td><td>${a.decided_via ?? ''}</td><td>${a.decided_at ?? ''}</td><td>${a.reason ?? ''}</td></tr>`,
+      html`<tr><td><code>${a.step_name}</code></td><td>${a.requested_at}</td><td>${a.status}</td><td>${a.decided_by ?? ''}</td><td>${a.decided_via ?? ''}</td><td>${a.decided_at ?? ''}</td><td>${ctx.redact.text(a.reason ?? '')}</td></tr>`,
   )}</tbody></table></div>`;
 }
 
