@@ -223,6 +223,19 @@ describe('approval gates', () => {
   });
 });
 
+describe('workflow tests answer approvals and checks', () => {
+  it("the examples' tests pass: approvals decided, check results canned", async () => {
+    const { app } = await setup();
+    const root = join(import.meta.dirname, '..', 'examples');
+    const run = await (await app.services.tests()).runPaths([join(root, 'approvals'), join(root, 'checks')]);
+    expect({ passed: run.passed, failed: run.failed, errors: run.errors }).toEqual({
+      passed: 4,
+      failed: 0,
+      errors: 0,
+    });
+  });
+});
+
 describe('workflowlookup approvals | approve | reject (dist/cli.js on the server host)', () => {
   it('lists what waits, decides it with a reason, and refuses what cannot be decided', async () => {
     const { call, sb } = await setup();
