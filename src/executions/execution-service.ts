@@ -1024,6 +1024,18 @@ export class ExecutionService {
       }
       await this.machine.transition(tx, exec, to, reason);
       if (isTerminal(to)) {
+        // An ended execution has nothing left to approve: the pending request is closed with it.
+        const waiting = await this.pendingApproval(tx, exec);
+        if (waiting !== undefined) {
+          waiting.status = 'rejected';
+          waiting.decided_by = `execution ${to}`;
+          waiting.decided_via = 'state';
+          waiting.decided_at = exec.updated_at;
+          waiting.reason = reason ?? null;
+          await tx.updateApproval(waiting);
+          const { awaiting_approval: _closed, ...metadata } = exec.metadata;
+          exec.metadata = metadata;
+        }
         const row = await tx.getStep(executionId, exec.current_seq);
         if (row && row.status === 'running') {
           row.status = 'failed';
