@@ -4,7 +4,8 @@ import { pathToFileURL } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
-import { callTool, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
+import { callTool, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
+import { apiSandbox } from './helpers/tasks-api.js';
 
 // Checks the server runs itself (verify: {check}), through the real protocol: the operator's file says
 // what runs; a workflow names a check; the agent's submission makes the server run it, and only a pass
@@ -125,9 +126,17 @@ describe('server-run checks', () => {
     const stopped = await call('workflow_next_step', { token: tokenOf(hang), output: { summary: 'done' } });
     expect(stopped).toMatchObject({ success: false, check: { timed_out: true, passed: false } });
     expect(stopped.validation.issues[0]).toContain('timed out');
+    // What the check started ended with it (gone, or a zombie nobody has reaped yet).
     const child = Number(readFileSync(pidFile, 'utf8'));
-    await new Promise((r) => setTimeout(r, 100));
-    expect(() => process.kill(child, 0)).toThrow();
+    const running = () => {
+      try {
+        return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${child}/stat`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    for (let i = 0; i < 50 && running(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(running()).toBe(false);
 
     const flood = await call('workflow_start', { workflow_id: 'floods' });
     const capped = await call('workflow_next_step', { token: tokenOf(flood), output: { summary: 'done' } });
@@ -203,6 +212,46 @@ describe('server-run checks', () => {
     const disabled = await call('workflow_start', { workflow_id: 'disabled' });
     expect(disabled.error.data).toMatchObject({ error_code: 'CHECK_UNAVAILABLE', retryable: false });
     expect(disabled.error.data.message).toContain('disabled');
+  });
+
+  it('runs an HTTP check through an imported catalog operation: a 2xx passes, a server error fails', async () => {
+    const { api, sb } = await apiSandbox();
+    boxes.push(sb);
+    open.push({ close: () => api.stop() });
+    const checksFile = join(sb.root, 'checks.yaml');
+    writeFileSync(
+      checksFile,
+      [
+        'checks:',
+        '  api-up:',
+        "    http: { run: 'tasks-api list-projects' }",
+        '  task-exists:',
+        "    http: { run: 'tasks-api get-task', with: { projectId: p1, taskId: boom } }",
+      ].join('\n'),
+    );
+    for (const [id, check] of [
+      ['healthy', 'api-up'],
+      ['missing', 'task-exists'],
+    ] as const) {
+      writeFileSync(join(sb.runtime, `${id}.yaml`), workflow(id, check));
+    }
+    const call = await connect(sb, { WORKFLOWLOOKUP_CHECKS_FILE: checksFile });
+    const imported = await call('catalog_import_openapi', {
+      source: join(FIXTURES, 'openapi', 'tasks-api.yaml'),
+      catalog_title: 'Tasks API',
+      base_url: api.baseUrl,
+    });
+    expect(imported.catalog_id).toBe('tasks-api');
+    const healthy = await call('workflow_start', { workflow_id: 'healthy' });
+    const up = await call('workflow_next_step', { token: tokenOf(healthy), output: { summary: 'ok' } });
+    expect(up).toMatchObject({ success: true, step_name: 'done' });
+    const missing = await call('workflow_start', { workflow_id: 'missing' });
+    const down = await call('workflow_next_step', { token: tokenOf(missing), output: { summary: 'ok' } });
+    expect(down).toMatchObject({
+      success: false,
+      step_name: 'fix',
+      check: { passed: false, exit_code: 500 },
+    });
   });
 
   it('runs no check on the HTTP server unless WORKFLOWLOOKUP_HTTP_CHECKS is set', async () => {
