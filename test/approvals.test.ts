@@ -141,6 +141,24 @@ describe('approval gates', () => {
     expect(again).toMatchObject({ approval: { status: 'pending' } });
   });
 
+  it('two people deciding at once: exactly one decision counts, the other is told nothing is pending', async () => {
+    const { call, service } = await setup();
+    const started = await call('workflow_start', { workflow_id: 'release-approval' });
+    const waiting = await call('workflow_next_step', { token: tokenOf(started), output: NOTES });
+    const svc = await service();
+    const results = await Promise.allSettled([
+      svc.decide(started.execution_id, 'approve', OPERATOR, 'first'),
+      svc.decide(started.execution_id, 'reject', OPERATOR, 'second'),
+    ]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+    expect(lost.reason.error.code).toBe('state_conflict');
+    const history = await svc.approvalsOf(started.execution_id, null);
+    expect(history).toHaveLength(1);
+    const poll = await call('workflow_next_step', { token: tokenOf(waiting), output: { summary: 'poll' } });
+    expect(poll.step_name).toBe(history?.[0]?.status === 'approved' ? 'publish' : 'prepare');
+  });
+
   it('a timeout rejects (injected clock)', async () => {
     let now = Date.parse('2026-11-26T10:00:00.000Z');
     const { call } = await setup({}, { clock: () => now });

@@ -411,31 +411,24 @@ export class ExecutionService {
    * or polling an approval: the transaction answers those.
    */
   private async runCheck(payload: TokenPayload, caller: Caller): Promise<CheckResult | undefined> {
-    const { store } = this.deps;
+    const { store, checks } = this.deps;
+    // Without checks no step can name one (start refuses such workflows; advance refuses the rest):
+    // the ordinary step pays nothing for this feature.
+    if (checks === undefined) return undefined;
     const exec = await store.getExecution(payload.execution_id);
     if (exec === undefined || exec.token_nonce !== payload.nonce || exec.state !== 'running')
       return undefined;
     if (typeof exec.metadata.awaiting_approval === 'string') return undefined;
-    if ((await store.getSubmission(payload.nonce)) !== undefined) return undefined;
     const workflow = await this.machine.definition(exec);
     const step = findPromptStep(workflow, exec.current_step ?? '');
     if (step?.verify === undefined) return undefined;
+    if ((await store.getSubmission(payload.nonce)) !== undefined) return undefined;
     const name = step.verify.check;
-    const where = { workflowId: workflow.id, stepId: step.id, executionId: exec.execution_id };
-    if (this.deps.checks === undefined) {
-      fail({
-        code: 'check_unavailable',
-        message: `check "${name}" is not available: this server has no checks (WORKFLOWLOOKUP_CHECKS_FILE is unset)`,
-        check: name,
-        reason: 'not_configured',
-        ...where,
-      });
-    }
-    this.deps.checks.available(name, where);
+    checks.available(name, { workflowId: workflow.id, stepId: step.id, executionId: exec.execution_id });
     caller.onNetworkWait?.();
     caller.onProgress?.(`running check ${name}`);
     const roots = await caller.roots?.().catch(() => undefined);
-    return this.deps.checks.run(name, { roots, signal: caller.signal });
+    return checks.run(name, { roots, signal: caller.signal });
   }
 
   private advance(payload: TokenPayload, output: StepOutput, outputHash: string, verified?: CheckResult) {
@@ -530,6 +523,18 @@ export class ExecutionService {
       validation = withContextCheck(validation, contextCheck);
       let named = contextCheck.variables;
       if (step.verify !== undefined) {
+        if (this.deps.checks === undefined) {
+          // Started before the checks were unconfigured: nothing can verify the step now.
+          fail({
+            code: 'check_unavailable',
+            message: `check "${step.verify.check}" is not available: this server has no checks (WORKFLOWLOOKUP_CHECKS_FILE is unset)`,
+            check: step.verify.check,
+            reason: 'not_configured',
+            workflowId: workflow.id,
+            stepId: step.id,
+            executionId: exec.execution_id,
+          });
+        }
         if (verified === undefined) {
           // The check was skipped by a read that raced another call: nothing is decided, send it again.
           fail({
