@@ -64,6 +64,10 @@ describe('approval gates', () => {
   it('waits for a person: polls (even concurrent ones) and the old token move nothing; an approval moves on', async () => {
     const { call, service } = await setup();
     const started = await call('workflow_start', { workflow_id: 'release-approval' });
+    // The step says up front that a person decides after it.
+    expect(started.agent_content).toContain(
+      'a person must approve it ("Ship these release notes?"); you cannot',
+    );
     const first = tokenOf(started);
     const waiting = await call('workflow_next_step', { token: first, output: NOTES });
     expect(waiting).toMatchObject({

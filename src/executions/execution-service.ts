@@ -8,7 +8,13 @@ import { asRecord, type Context } from '../engine/conditions.js';
 import { checkContextValues, refuseContext } from '../engine/context-needs.js';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { stepFill } from '../engine/fill.js';
-import { findActionStep, findPromptStep, nextStep, type WalkObserver } from '../engine/next-step.js';
+import {
+  allStepIds,
+  findActionStep,
+  findPromptStep,
+  nextStep,
+  type WalkObserver,
+} from '../engine/next-step.js';
 import {
   canTransition,
   type ExecutionState,
@@ -1214,15 +1220,5 @@ export function mayDecide(record: ApprovalRecord, principal: string | null): boo
 
 /** Every prompt step of a workflow, loop bodies included. */
 function promptSteps(workflow: Workflow): PromptStep[] {
-  const out: PromptStep[] = [];
-  const visit = (steps: readonly unknown[]) => {
-    for (const step of steps as Record<string, unknown>[]) {
-      if (Array.isArray(step.body)) visit(step.body);
-      else if (typeof step.prompt === 'string' || step.verify !== undefined || step.approval !== undefined) {
-        if (!('run' in step) && !('loop' in step)) out.push(step as unknown as PromptStep);
-      }
-    }
-  };
-  visit(workflow.steps);
-  return out;
+  return [...allStepIds(workflow)].flatMap((id) => findPromptStep(workflow, id) ?? []);
 }
