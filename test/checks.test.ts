@@ -1,10 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
-import { callTool, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
+import { CLI, callTool, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 import { apiSandbox } from './helpers/tasks-api.js';
 
 // Checks the server runs itself (verify: {check}), through the real protocol: the operator's file says
@@ -252,6 +253,36 @@ describe('server-run checks', () => {
       step_name: 'fix',
       check: { passed: false, exit_code: 500 },
     });
+  });
+
+  it('a checks file that cannot be used stops `serve` before it serves (exit 2, the file and the problem)', () => {
+    const sb = sandbox();
+    boxes.push(sb);
+    const cases: [string, string, string][] = [
+      ['bad.yaml', 'checks:\n  tests: { command: npm, args: [test], shell: true }\n', 'shell'],
+      ['bad.json', '{"checks": {"Bad Name": {"command": "x"}}}', 'a check name'],
+      ['broken.yaml', 'checks: [unclosed', 'not valid YAML'],
+      ['nodir.yaml', 'checks:\n  t: { command: x, cwd: directory }\n', 'needs directory'],
+    ];
+    for (const [name, text, says] of cases) {
+      const file = join(sb.root, name);
+      writeFileSync(file, text);
+      const run = spawnSync(process.execPath, [CLI, 'serve'], {
+        env: { ...sb.env, WORKFLOWLOOKUP_CHECKS_FILE: file },
+        input: '',
+        encoding: 'utf8',
+      });
+      expect(run.status, name).toBe(2);
+      expect(run.stderr, name).toContain('WORKFLOWLOOKUP_CHECKS_FILE');
+      expect(run.stderr, name).toContain(says);
+    }
+    const missing = spawnSync(process.execPath, [CLI, 'serve'], {
+      env: { ...sb.env, WORKFLOWLOOKUP_CHECKS_FILE: join(sb.root, 'nope.yaml') },
+      input: '',
+      encoding: 'utf8',
+    });
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain('does not exist');
   });
 
   it('runs no check on the HTTP server unless WORKFLOWLOOKUP_HTTP_CHECKS is set', async () => {

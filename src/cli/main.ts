@@ -8,7 +8,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { createApp } from '../app.js';
@@ -237,6 +237,15 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
   refuseDamagedFile(join(config.dataDir, DATABASE_FILE));
   const withHttp = flags.http === true;
   const withStdio = !withHttp || flags.stdio === true;
+  if (config.checksFile !== undefined) {
+    // A checks file that cannot be used is a setting that cannot work: refused before serving anything.
+    const { loadChecksFile } = await import('../executions/checks.js');
+    try {
+      loadChecksFile(config.checksFile, dirname(config.checksFile));
+    } catch (error) {
+      throw new ConfigError(`WORKFLOWLOOKUP_CHECKS_FILE: ${(error as Error).message}`);
+    }
+  }
   const settings = withHttp ? loadHttpSettings(config, httpFlags(flags)) : undefined;
   if (flags['conformance-fixtures'] && !withHttp) {
     throw new UsageError('serve', '--conformance-fixtures needs --http (the suite speaks Streamable HTTP)');

@@ -62,10 +62,8 @@ const HttpCheckSchema = z.strictObject({
 const CheckSchema = z.union([CommandCheckSchema, HttpCheckSchema]);
 
 export const ChecksFileSchema = z.strictObject({
-  checks: z.record(
-    z.string().regex(new RegExp(CHECK_NAME_PATTERN), 'a check name (a-z, 0-9, _ . -)'),
-    CheckSchema,
-  ),
+  // Names are checked on their own (loadChecksFile), for a message that says what a name may be.
+  checks: z.record(z.string(), CheckSchema),
 });
 
 export type CommandCheck = z.infer<typeof CommandCheckSchema>;
@@ -98,6 +96,12 @@ export function loadChecksFile(file: string, baseDir: string): Map<string, Check
     throw new Error(`${file}: ${issues.join('; ')}`);
   }
   const checks = new Map<string, CheckDefinition>();
+  const badName = Object.keys(parsed.data.checks).find((n) => !new RegExp(CHECK_NAME_PATTERN).test(n));
+  if (badName !== undefined) {
+    throw new Error(
+      `${file}: checks.${JSON.stringify(badName)}: a check name is a-z, 0-9, _ . - (starting with a letter or digit, at most 64 characters)`,
+    );
+  }
   for (const [name, check] of Object.entries(parsed.data.checks)) {
     if ('command' in check) {
       if (check.cwd === 'directory' && check.directory === undefined) {
