@@ -929,7 +929,11 @@ export class ExecutionService {
   async pendingApprovals(principal: string | null, limit = 200): Promise<ApprovalRecord[]> {
     await this.ready();
     const { store } = this.deps;
-    const pending = await store.listApprovals({ status: 'pending', limit });
+    const pending = await store.listApprovals({
+      status: 'pending',
+      ...(principal !== null ? { principal } : {}),
+      limit,
+    });
     const now = this.now();
     const out: ApprovalRecord[] = [];
     for (const record of pending) {

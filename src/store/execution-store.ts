@@ -138,6 +138,8 @@ export interface ApprovalRecord {
 export interface ApprovalFilter {
   status?: ApprovalStatus;
   execution_id?: string;
+  /** Those this principal owns, and those naming approvers (the caller checks whether it is one). */
+  principal?: string;
   limit: number;
 }
 

@@ -281,6 +281,8 @@ export function approvalQuery(d: SqlDialect, filter: ApprovalFilter): Statement 
   const f = new SqlFilter(d.placeholders)
     .equals('s', 'status', filter.status)
     .equals('e', 'execution_id', filter.execution_id);
+  if (filter.principal !== undefined)
+    f.add('p', `(principal = ${f.param(filter.principal)} OR approvers IS NOT NULL)`);
   const text = `SELECT * FROM approvals ${f.where}
     ORDER BY requested_at, approval_id LIMIT ${f.param(filter.limit)}`;
   return { text, values: f.values };
