@@ -242,6 +242,23 @@ describe('approval gates', () => {
     const answer = await off.call('workflow_next_step', { token: tokenOf(started), output: NOTES });
     expect(answer.approval.status).toBe('pending');
     expect(asked).toBe(0);
+
+    const declining = new Client(
+      { name: 'decliner', version: '1.0.0' },
+      { capabilities: { elicitation: { form: {} } } },
+    );
+    declining.setRequestHandler('elicitation/create', async () => {
+      asked++;
+      return { action: 'decline' };
+    });
+    const on = await setup({}, { client: declining });
+    const again = await on.call('workflow_start', { workflow_id: 'release-approval' });
+    const pending = await on.call('workflow_next_step', { token: tokenOf(again), output: NOTES });
+    expect(pending.approval.status).toBe('pending');
+    expect(asked).toBe(1);
+    // Polls look; they do not ask the user again.
+    await on.call('workflow_next_step', { token: tokenOf(pending), output: { summary: 'poll' } });
+    expect(asked).toBe(1);
   });
 });
 

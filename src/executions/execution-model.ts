@@ -222,6 +222,8 @@ export type Outcome =
       /** The poll token: sending it answers the same until someone decides. */
       token: string | null;
       check?: CheckResult;
+      /** This submission asked for the approval (a poll only looks): the client's user is asked then. */
+      requested?: boolean;
     }
   | {
       v: 1;

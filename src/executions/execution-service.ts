@@ -738,10 +738,14 @@ export class ExecutionService {
       approvers: record.approvers,
       expires_at: record.expires_at,
     });
-    return this.awaitingOutcome(exec, record, verified);
+    return { ...this.awaitingOutcome(exec, record, verified), requested: true };
   }
 
-  private awaitingOutcome(exec: ExecutionRecord, record: ApprovalRecord, verified?: CheckResult): Outcome {
+  private awaitingOutcome(
+    exec: ExecutionRecord,
+    record: ApprovalRecord,
+    verified?: CheckResult,
+  ): Extract<Outcome, { kind: 'awaiting_approval' }> {
     return {
       v: 1,
       kind: 'awaiting_approval',
@@ -969,7 +973,9 @@ export class ExecutionService {
    * decision is then answered as the poll would answer it. No answer leaves it pending.
    */
   private async askPerson(advanced: Outcome, output: StepOutput, caller: Caller): Promise<Outcome> {
+    // Asked once, by the submission that asked for the approval (or its retry); polls only look.
     if (advanced.kind !== 'awaiting_approval' || caller.askApproval === undefined) return advanced;
+    if (advanced.requested !== true) return advanced;
     if (advanced.approval.status !== 'pending' || advanced.token === null) return advanced;
     // A person answers in their own time: later requests need not wait for them.
     caller.onNetworkWait?.();
