@@ -10,7 +10,7 @@ import {
   skipNotice,
   type TestDatabase,
 } from '../src/store/postgres/test-database.js';
-import { inProcessClient } from './helpers/in-process.js';
+import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
 import { CLI, callTool, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
 // Approval gates through the real protocol (SDK client, in-process): the agent's token cannot move a
@@ -259,6 +259,88 @@ describe('approval gates', () => {
     // Polls look; they do not ask the user again.
     await on.call('workflow_next_step', { token: tokenOf(pending), output: { summary: 'poll' } });
     expect(asked).toBe(1);
+  });
+});
+
+/** Plain 2026-07-28 requests (one per call, the envelope in `_meta`): tools/call and its retries. */
+function poster2026(url: string, capabilities: Json) {
+  const envelope = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
+    'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1.0.0' },
+  };
+  return async (name: string, args: Json, inputResponses?: Json): Promise<Json> => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/call',
+        'mcp-name': name,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name, arguments: args, ...(inputResponses ? { inputResponses } : {}), _meta: envelope },
+      }),
+    });
+    const body = await res.text();
+    return JSON.parse(body.startsWith('{') ? body : (/^data: (.*)$/m.exec(body)?.[1] ?? body)) as Json;
+  };
+}
+
+describe('approval elicitation on 2026-07-28 (input_required, then the retry with the answer)', () => {
+  it('asks through input_required when enabled; the retry decides; a declined retry leaves it pending', async () => {
+    const sb = sandbox();
+    boxes.push(sb);
+    copyFileSync(EXAMPLE, join(sb.runtime, 'release-approval.yaml'));
+    const server = await inProcessHttp(sb, {
+      WORKFLOWLOOKUP_DATA_DIR: join(sb.root, 'data'),
+      WORKFLOWLOOKUP_APPROVAL_ELICITATION: 'true',
+    });
+    open.push(server);
+    const call = poster2026(server.url, { elicitation: { form: {} } });
+    for (const decision of ['decline', 'approve'] as const) {
+      const started = (await call('workflow_start', { workflow_id: 'release-approval' })).result
+        .structuredContent;
+      const submit = { token: tokenOf(started), output: NOTES };
+      const asked = (await call('workflow_next_step', submit)).result;
+      expect(asked).toMatchObject({
+        resultType: 'input_required',
+        inputRequests: { approval: { method: 'elicitation/create' } },
+      });
+      expect(asked.inputRequests.approval.params.message).toContain('Ship these release notes?');
+      const answer =
+        decision === 'decline'
+          ? { action: 'decline' }
+          : { action: 'accept', content: { decision: 'approve', reason: 'fine by me' } };
+      const retried = (await call('workflow_next_step', submit, { approval: answer })).result
+        .structuredContent;
+      if (decision === 'decline') {
+        expect(retried).toMatchObject({
+          success: true,
+          step_name: 'prepare',
+          approval: { status: 'pending' },
+        });
+      } else {
+        expect(retried).toMatchObject({ success: true, step_name: 'publish' });
+      }
+    }
+  });
+
+  it('over HTTP asks nobody by default', async () => {
+    const sb = sandbox();
+    boxes.push(sb);
+    copyFileSync(EXAMPLE, join(sb.runtime, 'release-approval.yaml'));
+    const server = await inProcessHttp(sb, { WORKFLOWLOOKUP_DATA_DIR: join(sb.root, 'data') });
+    open.push(server);
+    const call = poster2026(server.url, { elicitation: { form: {} } });
+    const started = (await call('workflow_start', { workflow_id: 'release-approval' })).result
+      .structuredContent;
+    const answer = (await call('workflow_next_step', { token: tokenOf(started), output: NOTES })).result;
+    expect(answer.structuredContent).toMatchObject({ approval: { status: 'pending' } });
   });
 });
 

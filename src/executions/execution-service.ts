@@ -979,15 +979,15 @@ export class ExecutionService {
     if (advanced.approval.status !== 'pending' || advanced.token === null) return advanced;
     // A person answers in their own time: later requests need not wait for them.
     caller.onNetworkWait?.();
-    const answer = await caller
-      .askApproval({
-        execution_id: advanced.execution_id,
-        workflow_id: advanced.workflow_id,
-        step_name: advanced.step_name,
-        prompt: advanced.approval.prompt,
-        summary: output.summary,
-      })
-      .catch(() => undefined);
+    // The asker never fails: no answer is undefined. It may end the call instead, for the client to
+    // ask its user and send the same call again with the answer (2026-07-28): the retry replays this.
+    const answer = await caller.askApproval({
+      execution_id: advanced.execution_id,
+      workflow_id: advanced.workflow_id,
+      step_name: advanced.step_name,
+      prompt: advanced.approval.prompt,
+      summary: output.summary,
+    });
     if (answer === undefined) return advanced;
     try {
       await this.decide(

@@ -211,16 +211,50 @@ function declaresFormElicitation(caps: { elicitation?: unknown } | undefined): b
   return modes.length === 0 || modes.includes('form');
 }
 
+const APPROVAL_KEY = 'approval';
+
+/** An elicitation answer to the approval form: a decision, or undefined for anything else. */
+function readApproval(answer: unknown): ApprovalAnswer | undefined {
+  const { action, content } = (answer ?? {}) as { action?: unknown; content?: Record<string, unknown> };
+  if (action !== 'accept' || content === null || typeof content !== 'object') return undefined;
+  const decision = content.decision;
+  if (decision !== 'approve' && decision !== 'reject') return undefined;
+  const reason =
+    typeof content.reason === 'string' && content.reason.trim() !== ''
+      ? content.reason.trim().slice(0, 2000)
+      : undefined;
+  return { decision, ...(reason !== undefined ? { reason } : {}) };
+}
+
 /**
- * Asks the client's user to approve a step output (pushed elicitation, `initialize` revisions only: a
- * 2026-07-28 request cannot be held open while a person decides). Only `accept` with a decision counts;
- * anything else (declined, cancelled, failed, malformed) is no answer and the approval stays pending.
+ * Asks the client's user to approve a step output through form elicitation: pushed on the `initialize`
+ * revisions; on 2026-07-28 the call answers `input_required` with the form (the approval is recorded
+ * already) and its retry, which replays the submission, reads the answer. Only `accept` with a decision
+ * counts; anything else (declined, cancelled, failed, malformed) is no answer and the approval stays
+ * pending for the other ways. Never rejects, except to end the call with `input_required`.
  */
 export function approvalAskerFor(
   server: McpServer,
-  request: { envelope: unknown; signal: AbortSignal; id: string | number },
+  request: { envelope: unknown; inputResponses?: unknown; signal: AbortSignal; id: string | number },
 ): Caller['askApproval'] {
-  if (envelopeOf(request.envelope) !== undefined) return undefined;
+  const envelope = envelopeOf(request.envelope);
+  if (envelope !== undefined) {
+    if (!declaresFormElicitation(envelope)) return undefined;
+    return async (question) => {
+      const responses =
+        request.inputResponses !== null && typeof request.inputResponses === 'object'
+          ? (request.inputResponses as Record<string, unknown>)
+          : undefined;
+      if (responses !== undefined && Object.hasOwn(responses, APPROVAL_KEY)) {
+        return readApproval(responses[APPROVAL_KEY]);
+      }
+      throw new InputRequiredSignal(
+        inputRequired({
+          inputRequests: { [APPROVAL_KEY]: inputRequired.elicit(approvalForm(question)) },
+        }),
+      );
+    };
+  }
   if (!declaresFormElicitation(server.server.getClientCapabilities())) return undefined;
   return async (question): Promise<ApprovalAnswer | undefined> => {
     let answer: unknown;
@@ -234,15 +268,7 @@ export function approvalAskerFor(
     } catch {
       return undefined;
     }
-    const { action, content } = (answer ?? {}) as { action?: unknown; content?: Record<string, unknown> };
-    if (action !== 'accept' || content === null || typeof content !== 'object') return undefined;
-    const decision = content.decision;
-    if (decision !== 'approve' && decision !== 'reject') return undefined;
-    const reason =
-      typeof content.reason === 'string' && content.reason.trim() !== ''
-        ? content.reason.trim().slice(0, 2000)
-        : undefined;
-    return { decision, ...(reason !== undefined ? { reason } : {}) };
+    return readApproval(answer);
   };
 }
 

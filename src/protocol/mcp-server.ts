@@ -305,7 +305,12 @@ function toolContext(server: McpServer, ctx: ServerContext, parts: ServerParts):
       ...callerOf(ctx, parts),
       ...personAndRoots(
         server,
-        { envelope: ctx.mcpReq.envelope, signal: ctx.mcpReq.signal, id: ctx.mcpReq.id },
+        {
+          envelope: ctx.mcpReq.envelope,
+          inputResponses: ctx.mcpReq.inputResponses,
+          signal: ctx.mcpReq.signal,
+          id: ctx.mcpReq.id,
+        },
         parts,
       ),
     },
@@ -317,7 +322,7 @@ function toolContext(server: McpServer, ctx: ServerContext, parts: ServerParts):
 /** What a caller may ask the client: its user's approval (where allowed) and its roots. */
 function personAndRoots(
   server: McpServer,
-  request: { envelope: unknown; signal: AbortSignal; id: string | number },
+  request: { envelope: unknown; inputResponses?: unknown; signal: AbortSignal; id: string | number },
   parts: Pick<ServerParts, 'approvalElicitation'>,
 ): Pick<Caller, 'askApproval' | 'roots'> {
   const ask = parts.approvalElicitation === true ? approvalAskerFor(server, request) : undefined;
@@ -353,7 +358,7 @@ export function directCalls(options: {
         ...(server
           ? personAndRoots(
               server,
-              { envelope: call.meta, signal: call.signal, id: call.id },
+              { envelope: call.meta, inputResponses, signal: call.signal, id: call.id },
               { approvalElicitation: options.approvalElicitation },
             )
           : {}),
