@@ -12,7 +12,7 @@
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { CatalogRegistry } from './catalogs/catalog-registry.js';
 import { CatalogService } from './catalogs/catalog-service.js';
@@ -105,6 +105,13 @@ export interface AppOptions {
    * CLI loads them (src/protocol/conformance-fixtures.ts) only when asked to.
    */
   conformanceFixtures?: ConformanceFixtures | undefined;
+  /**
+   * The app serves Streamable HTTP (`serve --http`): checks run only with WORKFLOWLOOKUP_HTTP_CHECKS,
+   * since a remote client's submission would make the server host run a command.
+   */
+  servesHttp?: boolean;
+  /** The clock approval timeouts are measured by (tests inject one). */
+  clock?: () => number;
 }
 
 /** Checked workflow definitions, in the data dir (an optimisation only: deleting it is always safe). */
@@ -119,6 +126,8 @@ export interface ServerOptions {
   era?: 'legacy' | 'modern';
   /** Lets the transport serve later requests while request `id` waits on the network. */
   detach?: (id: string | number) => void;
+  /** Which transport the server is for (approval elicitation is configured per transport). */
+  transport?: 'stdio' | 'http';
 }
 
 export interface AppServices {
@@ -368,11 +377,30 @@ export function buildServices(
     runtime: RuntimeWorkflows;
     /** True when the store is the configured one (not a test's openStore): the dashboard may read beside it. */
     configuredStore: boolean;
+    /** The app serves Streamable HTTP: checks run there only with WORKFLOWLOOKUP_HTTP_CHECKS. */
+    servesHttp?: boolean | undefined;
+    /** The clock approval timeouts are measured by (tests inject one). */
+    clock?: (() => number) | undefined;
     log: Logger;
   },
 ) {
   const { store, registry, personas, engine, runtime, log } = parts;
   const { catalogs, commands, inputs } = parts.catalogs;
+  // The operator's checks (WORKFLOWLOOKUP_CHECKS_FILE), read when executions are first used.
+  const loadChecks = async () => {
+    if (config.checksFile === undefined) return undefined;
+    const { ConfiguredChecks, loadChecksFile } = await import('./executions/checks.js');
+    const file = config.checksFile;
+    return new ConfiguredChecks(
+      {
+        file,
+        checks: loadChecksFile(file, dirname(file)),
+        // A remote client's submission would make the server host run a command: HTTP needs consent.
+        allowed: parts.servesHttp !== true || config.httpChecks,
+      },
+      { env: config.env, commands: commands.runner },
+    );
+  };
   const execution = onFirstUse(async () => {
     const [{ ExecutionService }, { TokenService, loadTokenSecret }] = await Promise.all([
       import('./executions/execution-service.js'),
@@ -380,7 +408,10 @@ export function buildServices(
     ]);
     const opened = await store.open();
     const tokens = new TokenService(loadTokenSecret(config.dataDir, config.tokenSecret), config.tokenTtlMs);
+    const checks = await loadChecks();
     return new ExecutionService({
+      ...(checks ? { checks } : {}),
+      ...(parts.clock ? { clock: parts.clock } : {}),
       store: opened,
       registry,
       personas,
@@ -609,6 +640,7 @@ export function buildProtocol(config: Config, parts: ProtocolParts) {
       principal: options.principal ?? LOCAL_PRINCIPAL,
       detach: options.detach,
       era: options.era,
+      approvalElicitation: config.approvalElicitation[options.transport ?? 'stdio'],
       onDefinitionsChanged: onResourcesChanged,
       subscriptionLimits,
       tasks,
@@ -678,6 +710,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     catalogs: catalogParts,
     runtime,
     configuredStore: options.openStore === undefined,
+    servesHttp: options.servesHttp,
+    clock: options.clock,
     log,
   });
   const { executions, tests, runServices } = built;

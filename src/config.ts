@@ -204,6 +204,20 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
     description:
       'OpenTelemetry traces over OTLP/HTTP (JSON) to this collector (also `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_TRACES_EXPORTER=otlp`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_EXPORTER_OTLP_HEADERS`); unset: traces off and the SDK not loaded',
   },
+  {
+    name: 'WORKFLOWLOOKUP_APPROVAL_ELICITATION',
+    description:
+      "ask the client's user to approve step outputs through MCP elicitation (form mode): default on over stdio, off over HTTP (see docs/approvals-and-checks.md); `true` or `false` for both",
+  },
+  {
+    name: 'WORKFLOWLOOKUP_CHECKS_FILE',
+    description:
+      'JSON or YAML file of the checks steps may name (`verify: {check}`) and the server runs; unset: no checks',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_HTTP_CHECKS',
+    description: '`1`/`true` lets `serve --http` run the configured checks (off by default)',
+  },
   { name: 'XDG_CONFIG_HOME', description: 'base of the default runtime dir on Linux' },
   { name: 'XDG_DATA_HOME', description: 'base of the default data dir on Linux' },
 ];
@@ -242,6 +256,12 @@ export interface Config {
   dashboardPort: number;
   /** What clients may hold open at once, per principal and in total (docs/http.md, "Limits"). */
   limits: Limits;
+  /** Whether approvals are asked of the client's user through elicitation, per transport. */
+  approvalElicitation: { stdio: boolean; http: boolean };
+  /** The operator's checks file (WORKFLOWLOOKUP_CHECKS_FILE), absolute; undefined: no checks. */
+  checksFile: string | undefined;
+  /** Whether `serve --http` may run checks (WORKFLOWLOOKUP_HTTP_CHECKS). */
+  httpChecks: boolean;
 }
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 60 * 60;
@@ -546,7 +566,26 @@ export function loadConfig(options: ConfigOptions = {}): Config {
         DEFAULT_LIMITS.streamsPerPrincipal,
       ),
     },
+    approvalElicitation: { stdio: true, http: false },
+    checksFile: undefined,
+    httpChecks: false,
   };
+  const elicit = env.WORKFLOWLOOKUP_APPROVAL_ELICITATION?.trim() ?? '';
+  config.approvalElicitation =
+    elicit === ''
+      ? // A stdio client is the user's own; an HTTP client may be a shared agent host (docs).
+        { stdio: true, http: false }
+      : (() => {
+          const on = booleanSetting(elicit, 'WORKFLOWLOOKUP_APPROVAL_ELICITATION', false);
+          return { stdio: on, http: on };
+        })();
+  config.checksFile = env.WORKFLOWLOOKUP_CHECKS_FILE?.trim()
+    ? resolve(cwd, env.WORKFLOWLOOKUP_CHECKS_FILE.trim())
+    : undefined;
+  if (config.checksFile !== undefined && !existsSync(config.checksFile)) {
+    throw new ConfigError(`WORKFLOWLOOKUP_CHECKS_FILE: ${config.checksFile} does not exist`);
+  }
+  config.httpChecks = booleanSetting(env.WORKFLOWLOOKUP_HTTP_CHECKS, 'WORKFLOWLOOKUP_HTTP_CHECKS', false);
   // The HTTP settings are read by `serve --http` only, but a bad value is refused by every command:
   // a typo in a shell profile surfaces at once, not when the server is first run over HTTP.
   httpNumbersAndFlags(env);

@@ -61,7 +61,7 @@ const RPC_MEANINGS: Record<number, string> = {
     'Invalid params (`data.details`, e.g. `workflowId is required`; an unknown argument names the closest ones)',
   [RpcCode.InternalError]: 'Internal error (details in the server log, under `data.correlation_id`)',
   [RpcCode.ServerError]:
-    'Unsupported protocol version (`data.supportedVersions`, `data.requestedVersion`); a command step that failed (`data.reason`); a sampling request the client refused or failed (`data.details`); `Too many subscriptions` or `Too many tasks` (`data.limit`, `data.details`, see [Limits](http.md#limits))',
+    'Unsupported protocol version (`data.supportedVersions`, `data.requestedVersion`); a command step that failed (`data.reason`); a sampling request the client refused or failed (`data.details`); `Too many subscriptions` or `Too many tasks` (`data.limit`, `data.details`, see [Limits](http.md#limits)); a server-run check this server will not run (`data.check`, `data.reason`)',
   [RpcCode.WorkflowNotFound]:
     'Workflow not found (`data.workflowId`; `data.did_you_mean`: the nearest ids, when an id is misspelled or cut short)',
   [RpcCode.InvalidWorkflow]:

@@ -89,6 +89,11 @@ describe('structured errors (seed 003 §10)', () => {
       ),
     });
     await expectError('workflow_start', { workflow_name: 'calls-api' });
+    // A step naming a server-run check, on a server with no checks configured.
+    await rpc('workflow_save', {
+      content: yaml('verified').replace('prompt: P}', 'prompt: P, verify: {check: unit-tests}}'),
+    });
+    await expectError('workflow_start', { workflow_name: 'verified' });
 
     // Tasks: long work only as a task; what the client cannot do; unknown, finished and cancelled tasks.
     await expectError('workflow_run', { workflow_id: 'durable-demo' });

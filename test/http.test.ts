@@ -224,7 +224,10 @@ describe('authentication: static tokens', () => {
     const meta = (await (
       await fetch(`${base.origin}/.well-known/oauth-protected-resource/mcp`)
     ).json()) as Json;
-    expect(meta).toMatchObject({ resource: s.url, scopes_supported: ['read', 'run', 'author', 'admin'] });
+    expect(meta).toMatchObject({
+      resource: s.url,
+      scopes_supported: ['read', 'run', 'author', 'admin', 'approve'],
+    });
     const missing = await post(s.url, INIT);
     expect(missing.status).toBe(401);
     expect(missing.headers.get('www-authenticate')).toMatch(

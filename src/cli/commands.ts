@@ -143,6 +143,21 @@ export const COMMAND_SPECS = {
       },
     },
   },
+  approvals: {
+    usage: 'approvals [--json]',
+    summary: "list the step outputs waiting for a person's approval, oldest first (on the server host)",
+    options: { json: { type: 'boolean', help: 'print them as JSON' } },
+  },
+  approve: {
+    usage: 'approve <execution> [--reason TEXT]',
+    summary: 'approve the step output an execution waits on; the agent moves on at its next poll',
+    options: { reason: { type: 'string', value: 'TEXT', help: 'why (kept in the execution history)' } },
+  },
+  reject: {
+    usage: 'reject <execution> [--reason TEXT]',
+    summary: 'reject it: the step goes back to the agent with the reason and a fresh token',
+    options: { reason: { type: 'string', value: 'TEXT', help: 'why (the agent is shown it)' } },
+  },
   token: {
     usage: 'token add NAME [--scopes read,run] [--principal P] | token list | token remove NAME',
     summary: 'manage the static tokens of WORKFLOWLOOKUP_AUTH=tokens (a new token is printed once)',

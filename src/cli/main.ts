@@ -8,7 +8,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { type App, createApp, openStoreAt } from '../app.js';
@@ -45,6 +45,7 @@ import {
 } from '../workflows/check.js';
 import { type DefinitionFormat, formatOf } from '../workflows/parse.js';
 import type { Listing } from '../workflows/registry.js';
+import { approvalsCommand, decideCommand } from './approvals-command.js';
 import { COMMAND_SPECS, type CommandSpec, optionLines, TITLE } from './commands.js';
 import { testCommand } from './test-command.js';
 
@@ -251,12 +252,22 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
   refuseDamagedFile(join(config.dataDir, DATABASE_FILE));
   const withHttp = flags.http === true;
   const withStdio = !withHttp || flags.stdio === true;
+  if (config.checksFile !== undefined) {
+    // A checks file that cannot be used is a setting that cannot work: refused before serving anything.
+    const { loadChecksFile } = await import('../executions/checks.js');
+    try {
+      loadChecksFile(config.checksFile, dirname(config.checksFile));
+    } catch (error) {
+      throw new ConfigError(`WORKFLOWLOOKUP_CHECKS_FILE: ${(error as Error).message}`);
+    }
+  }
   const settings = withHttp ? loadHttpSettings(config, httpFlags(flags)) : undefined;
   if (flags['conformance-fixtures'] && !withHttp) {
     throw new UsageError('serve', '--conformance-fixtures needs --http (the suite speaks Streamable HTTP)');
   }
   // The suite's fixtures are loaded only when asked for: a served workflowlookup never has them.
   const app = createApp(config, {
+    servesHttp: withHttp,
     ...(flags['conformance-fixtures']
       ? {
           conformanceFixtures: (await import('../protocol/conformance-fixtures.js')).conformanceFixtures(),
@@ -562,6 +573,7 @@ type Flags = {
   store?: string;
   out?: string;
   'new-tokens'?: boolean;
+  reason?: string;
   help?: boolean;
   version?: boolean;
 };
@@ -594,6 +606,18 @@ const COMMANDS: Record<string, Command> = {
   migrate: { ...COMMAND_SPECS.migrate, run: (_rest, options, flags) => migrateCommand(options, flags) },
   export: { ...COMMAND_SPECS.export, run: (_rest, options, flags) => exportCommand(options, flags) },
   import: { ...COMMAND_SPECS.import, run: (rest, options, flags) => importCommand(rest, options, flags) },
+  approvals: {
+    ...COMMAND_SPECS.approvals,
+    run: (_rest, options, flags) => approvalsCommand(options, flags.json === true),
+  },
+  approve: {
+    ...COMMAND_SPECS.approve,
+    run: (rest, options, flags) => decideCommand('approve', rest, options, flags.reason),
+  },
+  reject: {
+    ...COMMAND_SPECS.reject,
+    run: (rest, options, flags) => decideCommand('reject', rest, options, flags.reason),
+  },
   token: { ...COMMAND_SPECS.token, run: (rest, options, flags) => token(rest, options, flags) },
 };
 

@@ -12,6 +12,7 @@ import { localhostAllowedHostnames, validateHostHeader } from '@modelcontextprot
 import type { App } from '../app.js';
 import type { ExecutionQueries } from '../executions/execution-queries.js';
 import { Assets, isAssetPath } from './assets.js';
+import { approvalsController } from './controllers/approvals.js';
 import type { ControllerDeps } from './controllers/controller-kit.js';
 import { eventsController } from './controllers/events.js';
 import { executionsController } from './controllers/executions.js';
@@ -86,6 +87,7 @@ export function createDashboard(app: App, options: DashboardOptions = {}): Dashb
     tasks: tasksController(deps),
     workflows: workflowsController(deps),
     events: eventsController(deps),
+    approvals: approvalsController(deps),
     assets: new Assets(options.assetsDir ?? join(app.config.packageRoot, 'dist', 'dashboard')),
     redirect: deps.redirect,
   });

@@ -1,6 +1,7 @@
 // The dashboard's routes: a path and method to a controller, or a refusal (HttpError) saying why not.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Assets } from './assets.js';
+import type { approvalsController } from './controllers/approvals.js';
 import type { eventsController } from './controllers/events.js';
 import type { executionsController } from './controllers/executions.js';
 import type { tasksController } from './controllers/tasks.js';
@@ -14,6 +15,7 @@ export interface Controllers {
   tasks: ReturnType<typeof tasksController>;
   workflows: ReturnType<typeof workflowsController>;
   events: ReturnType<typeof eventsController>;
+  approvals: ReturnType<typeof approvalsController>;
   assets: Assets;
   redirect: (res: ServerResponse, location: string) => void;
 }
@@ -67,6 +69,7 @@ export function createRouter(base: string, c: Controllers) {
       if (parts.length === 3 && third === 'events' && method === 'GET')
         return c.events.execution(ctx, second, params, req, res);
     }
+    if (first === 'approvals' && (await c.approvals.route(ctx, parts.slice(1), req, res, params))) return;
     if (first === 'workflows' && parts.length === 1 && read) return c.workflows.list(ctx, res);
     if (first === 'workflows' && parts.length === 2 && second !== undefined && read) {
       if (!WORKFLOW_ID.test(second)) throw new HttpError(404, 'No such workflow.');

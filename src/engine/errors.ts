@@ -90,7 +90,21 @@ export type DomainError =
   /** A task that already finished cannot be cancelled (MCP 2025-11-25). */
   | { code: 'task_terminal'; message: string; taskId: string; status: string }
   /** The task was cancelled (by tasks/cancel, workflow_cancel or the user's answer): it has no result. */
-  | { code: 'task_cancelled'; message: string; taskId?: string; runId?: string };
+  | { code: 'task_cancelled'; message: string; taskId?: string; runId?: string }
+  /**
+   * A step names a server-run check (`verify.check`) this server will not run now: checks are not
+   * configured, the check is disabled, or this is an HTTP server without WORKFLOWLOOKUP_HTTP_CHECKS.
+   * Nothing advanced; an operator has to act.
+   */
+  | {
+      code: 'check_unavailable';
+      message: string;
+      check: string;
+      workflowId?: string;
+      stepId?: string;
+      executionId?: string;
+      reason: 'not_configured' | 'disabled' | 'http_not_allowed' | 'unknown';
+    };
 
 export type DomainErrorCode = DomainError['code'];
 

@@ -5,6 +5,8 @@ import type { LoopPosition } from '../engine/next-step.js';
 import type { ExecutionState } from '../engine/state-machine.js';
 import type { ValidationResult } from '../engine/validation-engine.js';
 import { isLoopStep, type PromptStep, type Workflow } from '../model/workflow.js';
+import type { ApprovalRecord } from '../store/execution-store.js';
+import type { CheckResult } from './checks.js';
 
 export const MAX_ARTIFACT_BYTES = 1024 * 1024;
 export const MAX_STEP_ARTIFACT_BYTES = 8 * 1024 * 1024;
@@ -25,6 +27,42 @@ export interface Caller {
   onProgress?: ((message: string) => void) | undefined;
   /** Told as each command step starts (runs report their current step). */
   onCommandStep?: ((stepId: string, command: string) => void) | undefined;
+  /**
+   * Asks the client's user (not the model) to approve a step output: MCP elicitation in form mode.
+   * Absent when the client cannot, or WORKFLOWLOOKUP_APPROVAL_ELICITATION is off. Undefined: no answer
+   * (declined to answer, cancelled, failed): the approval stays pending for the other ways.
+   */
+  askApproval?: ((question: ApprovalQuestion) => Promise<ApprovalAnswer | undefined>) | undefined;
+  /** The client's MCP roots (file:// URIs), where it offers them: the working directory of checks. */
+  roots?: (() => Promise<string[] | undefined>) | undefined;
+}
+
+/** What a person is asked to approve. */
+export interface ApprovalQuestion {
+  execution_id: string;
+  workflow_id: string;
+  step_name: string;
+  prompt: string;
+  /** The agent's summary of the step (what is being approved). */
+  summary: string;
+}
+
+export interface ApprovalAnswer {
+  decision: 'approve' | 'reject';
+  reason?: string | undefined;
+}
+
+/** An approval as answers and pages show it. */
+export interface ApprovalView {
+  approval_id: string;
+  status: 'pending' | 'approved' | 'rejected';
+  prompt: string;
+  requested_at: string;
+  expires_at: string | null;
+  decided_by?: string;
+  decided_via?: string;
+  decided_at?: string;
+  reason?: string;
 }
 
 export const localCaller = (): Caller => ({ principal: LOCAL_PRINCIPAL });
@@ -166,6 +204,26 @@ export type Outcome =
       token: string | null;
       /** The fill of the retry: what the step asks for, and what the refusal named. */
       fill?: Record<string, string>;
+      /** The server-run check of the step, when it ran (its failure is among the issues). */
+      check?: CheckResult;
+      /** The person's decision, when a rejection (or a timeout) sent the step back. */
+      approval?: ApprovalView;
+    }
+  | {
+      v: 1;
+      /** The output passed; a person must approve it before the execution moves on. */
+      kind: 'awaiting_approval';
+      origin: 'advanced';
+      execution_id: string;
+      workflow_id: string;
+      state: ExecutionState;
+      step_name: string;
+      approval: ApprovalView;
+      /** The poll token: sending it answers the same until someone decides. */
+      token: string | null;
+      check?: CheckResult;
+      /** This submission asked for the approval (a poll only looks): the client's user is asked then. */
+      requested?: boolean;
     }
   | {
       v: 1;
@@ -195,6 +253,8 @@ export interface CurrentState {
   commands?: CommandRun[];
   /** The last attempt at the current command step failed in a way a retry may fix. */
   waiting?: CommandWait;
+  /** The current step's output waits for a person's approval (the token polls). */
+  approval?: ApprovalView;
 }
 
 /** The agent-visible part of a step output, kept in the context as `steps.<id>.output`. */
@@ -253,4 +313,19 @@ export function checkArtifacts(artifacts: readonly ArtifactInput[]): void {
       details: `artifacts total ${total} bytes; the limit is ${MAX_STEP_ARTIFACT_BYTES} bytes per step`,
     });
   }
+}
+
+/** An approval record as answers and pages show it (no held output, no nonce). */
+export function approvalView(record: ApprovalRecord): ApprovalView {
+  return {
+    approval_id: record.approval_id,
+    status: record.status,
+    prompt: record.prompt,
+    requested_at: record.requested_at,
+    expires_at: record.expires_at,
+    ...(record.decided_by !== null ? { decided_by: record.decided_by } : {}),
+    ...(record.decided_via !== null ? { decided_via: record.decided_via } : {}),
+    ...(record.decided_at !== null ? { decided_at: record.decided_at } : {}),
+    ...(record.reason !== null ? { reason: record.reason } : {}),
+  };
 }

@@ -1,13 +1,20 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { CatalogRegistry } from '../catalogs/catalog-registry.js';
 import type { CommandStepRunner } from '../catalogs/command-steps.js';
+import { durationMs } from '../catalogs/command-steps.js';
 import { InputChecker } from '../catalogs/input-check.js';
 import { requiredCatalogs } from '../catalogs/requirements.js';
 import { asRecord, type Context } from '../engine/conditions.js';
 import { checkContextValues, refuseContext } from '../engine/context-needs.js';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { stepFill } from '../engine/fill.js';
-import { findActionStep, findPromptStep, nextStep, type WalkObserver } from '../engine/next-step.js';
+import {
+  allStepIds,
+  findActionStep,
+  findPromptStep,
+  nextStep,
+  type WalkObserver,
+} from '../engine/next-step.js';
 import {
   canTransition,
   type ExecutionState,
@@ -18,12 +25,21 @@ import {
 } from '../engine/state-machine.js';
 import type { ValidationEngine, ValidationResult } from '../engine/validation-engine.js';
 import { checkSubmission, recordDecision, withSubmissionCheck } from '../engine/workrail.js';
-import { isCommandStep, type Workflow } from '../model/workflow.js';
-import type { ExecutionRecord, ExecutionStore, StoreWriter } from '../store/execution-store.js';
+import { isCommandStep, type PromptStep, type Workflow } from '../model/workflow.js';
+import type {
+  ApprovalRecord,
+  ExecutionRecord,
+  ExecutionStore,
+  StepRecord,
+  StoreWriter,
+} from '../store/execution-store.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
 import type { WorkflowRegistry } from '../workflows/registry.js';
+import type { CheckResult, CheckRunner } from './checks.js';
 import { CommandPhase, waitingOn } from './command-phase.js';
 import {
+  type ApprovalView,
+  approvalView,
   type Caller,
   type CommandRun,
   type CurrentState,
@@ -67,7 +83,25 @@ export interface ExecutionDeps {
   inputs?: InputChecker;
   /** Told what each walk that moves an execution decided (the workflow tests' coverage). */
   observe?: WalkObserver;
+  /** Runs the checks steps name (`verify`); without it a step naming one is CHECK_UNAVAILABLE. */
+  checks?: CheckRunner;
+  /** The clock approval timeouts are measured by (ms since the epoch); tests inject one. */
+  clock?: () => number;
 }
+
+/** Who decides an approval, and how: a signed-in principal, the host's operator, the client's user. */
+export interface Decider {
+  /** The principal deciding; null for the operator on the server host (the CLI). */
+  principal: string | null;
+  /** What the record says decided it (a principal, `cli:<user>`, ...). */
+  name: string;
+  via: 'dashboard' | 'cli' | 'elicitation' | 'timeout';
+  /** The host's operator may decide any approval; others only as the step's approvers allow. */
+  operator?: boolean;
+}
+
+/** The token nonce of a poll answered by a decision: any output sent with it replays the decision. */
+const DECIDED = 'approval-decision';
 
 export interface StartInput {
   workflow_id: string;
@@ -200,6 +234,42 @@ export class ExecutionService {
 
   /** Catalogs the workflow requires, and those its command steps name, must be installed and enabled. */
   private checkRequirements(workflow: Workflow): void {
+    // A step naming a check this server will not run would strand the execution there: refuse now.
+    const steps = promptSteps(workflow);
+    const unknown = steps.filter(
+      (s) =>
+        s.verify !== undefined &&
+        this.deps.checks?.configured === true &&
+        !this.deps.checks.known(s.verify.check),
+    );
+    if (unknown.length > 0) {
+      // A name the operator never defined is the workflow's mistake (a typo): a validation error.
+      fail({
+        code: 'workflow_invalid',
+        message: 'Invalid workflow',
+        workflowId: workflow.id,
+        violations: unknown.map((s) => ({
+          path: `/steps/${s.id}/verify/check`,
+          rule: 'knownCheck',
+          message: `step "${s.id}" names check "${s.verify?.check}", which the server's checks file does not define`,
+          actual: s.verify?.check ?? '',
+        })),
+      });
+    }
+    for (const step of steps) {
+      if (step.verify === undefined) continue;
+      if (this.deps.checks === undefined) {
+        fail({
+          code: 'check_unavailable',
+          message: `check "${step.verify.check}" is not available: this server has no checks (WORKFLOWLOOKUP_CHECKS_FILE is unset)`,
+          check: step.verify.check,
+          reason: 'not_configured',
+          workflowId: workflow.id,
+          stepId: step.id,
+        });
+      }
+      this.deps.checks.available(step.verify.check, { workflowId: workflow.id, stepId: step.id });
+    }
     for (const catalog of requiredCatalogs(workflow)) {
       if (!this.deps.commands?.catalogs.get(catalog)?.config.enabled) {
         fail({
@@ -320,7 +390,9 @@ export class ExecutionService {
     checkArtifacts(output.artifacts ?? []);
     const outputHash = createHash('sha256').update(canonical(output)).digest('hex');
     return this.recordingErrors(payload.execution_id, payload.step_name, async () => {
-      const advanced = await this.advance(payload, output, outputHash);
+      const verified = await this.runCheck(payload, caller);
+      const advanced = await this.advance(payload, output, outputHash, verified);
+      if (advanced.kind === 'awaiting_approval') return this.askPerson(advanced, output, caller);
       if (advanced.kind !== 'pending') return advanced;
       // Accepted, and command steps come next: run them (or finish what a crashed run left), then record
       // the final outcome so a retry of this token replays it.
@@ -359,7 +431,33 @@ export class ExecutionService {
     }
   }
 
-  private advance(payload: TokenPayload, output: StepOutput, outputHash: string) {
+  /**
+   * The check the current step names, run before the submission's transaction (a check may take
+   * minutes; no row stays locked meanwhile). Nothing runs for a token already used, no longer current,
+   * or polling an approval: the transaction answers those.
+   */
+  private async runCheck(payload: TokenPayload, caller: Caller): Promise<CheckResult | undefined> {
+    const { store, checks } = this.deps;
+    // Without checks no step can name one (start refuses such workflows; advance refuses the rest):
+    // the ordinary step pays nothing for this feature.
+    if (checks === undefined) return undefined;
+    const exec = await store.getExecution(payload.execution_id);
+    if (exec === undefined || exec.token_nonce !== payload.nonce || exec.state !== 'running')
+      return undefined;
+    if (typeof exec.metadata.awaiting_approval === 'string') return undefined;
+    const workflow = await this.machine.definition(exec);
+    const step = findPromptStep(workflow, exec.current_step ?? '');
+    if (step?.verify === undefined) return undefined;
+    if ((await store.getSubmission(payload.nonce)) !== undefined) return undefined;
+    const name = step.verify.check;
+    checks.available(name, { workflowId: workflow.id, stepId: step.id, executionId: exec.execution_id });
+    caller.onNetworkWait?.();
+    caller.onProgress?.(`running check ${name}`);
+    const roots = await caller.roots?.().catch(() => undefined);
+    return checks.run(name, { roots, signal: caller.signal });
+  }
+
+  private advance(payload: TokenPayload, output: StepOutput, outputHash: string, verified?: CheckResult) {
     const { store, engine } = this.deps;
     const { machine } = this;
     return store.transaction(async (tx): Promise<Outcome> => {
@@ -373,7 +471,9 @@ export class ExecutionService {
       }
       const recorded = await tx.getSubmission(payload.nonce);
       if (recorded) {
-        if (recorded.output_hash === outputHash) return replayed(recorded.response);
+        // A poll token answered by a person's decision replays it, whatever output came with the poll.
+        if (recorded.output_hash === outputHash || recorded.output_hash === DECIDED)
+          return replayed(recorded.response);
         fail({
           code: 'state_conflict',
           message: 'State error',
@@ -404,6 +504,13 @@ export class ExecutionService {
               ? 'the execution is paused; resume it with workflow_set_state {"state": "running"}'
               : `the execution is ${exec.state}`,
         });
+      }
+      // Waiting on a person: the token polls. Nothing the agent sends moves the execution.
+      const waiting = await this.pendingApproval(tx, exec);
+      if (waiting !== undefined) {
+        const decided = await this.expireIfDue(tx, exec, waiting);
+        if (decided !== undefined) return decided;
+        return this.awaitingOutcome(exec, waiting);
       }
       await machine.event(tx, 'token_validated', exec, exec.current_step, { attempt: payload.attempt });
       const workflow = await machine.definition(exec, tx);
@@ -449,30 +556,47 @@ export class ExecutionService {
       const contextCheck = checkContextValues(workflow, output.context, 'output.context.');
       validation = withContextCheck(validation, contextCheck);
       let named = contextCheck.variables;
+      if (step.verify !== undefined) {
+        if (this.deps.checks === undefined) {
+          // Started before the checks were unconfigured: nothing can verify the step now.
+          fail({
+            code: 'check_unavailable',
+            message: `check "${step.verify.check}" is not available: this server has no checks (WORKFLOWLOOKUP_CHECKS_FILE is unset)`,
+            check: step.verify.check,
+            reason: 'not_configured',
+            workflowId: workflow.id,
+            stepId: step.id,
+            executionId: exec.execution_id,
+          });
+        }
+        if (verified === undefined) {
+          // The check was skipped by a read that raced another call: nothing is decided, send it again.
+          fail({
+            code: 'state_conflict',
+            message: 'State error',
+            executionId: exec.execution_id,
+            state: exec.state,
+            details: 'the step changed while its check was about to run; send the call again',
+          });
+        }
+        await machine.event(tx, 'check_run', exec, step.id, { seq: row.seq, ...verified });
+        validation = withCheck(validation, verified);
+      }
       let next: ReturnType<typeof nextStep> | undefined;
       if (validation.valid) {
-        const recorded = outputForTemplates(output);
-        if (Object.keys(reported.assessments).length > 0) recorded.assessments = reported.assessments;
-        context.steps = { ...asRecord(context.steps), [step.id]: recorded };
-        if (reported.loopDecision) recordDecision(workflow, step.id, reported.loopDecision, context);
-        try {
-          next = machine.walk(workflow, [...exec.completed_steps, step.id], context);
-        } catch (error) {
-          // A loop ahead cannot start (its list or count is missing): the step stays current, fresh token.
-          if (!(error instanceof DomainFailure) || error.error.code !== 'precondition_failed') throw error;
-          validation = {
-            valid: false,
-            issues: [`PRECONDITION_FAILED: ${error.error.message}`],
-            suggestions: [
-              `Set output.context.${error.error.variable} to ${error.error.expected} and send the call in next again.`,
-            ],
-          };
-          named = [error.error.variable];
+        const walked = this.walkAfter(workflow, exec, step, output, context);
+        if ('next' in walked) next = walked.next;
+        else {
+          validation = walked.validation;
+          named = walked.named;
         }
       }
       const at = nowIso();
       let outcome: Outcome;
-      if (!validation.valid || next === undefined) {
+      if (validation.valid && next !== undefined && step.approval !== undefined) {
+        // Accepted by the rules; now a person decides. The output is held, the token becomes a poll.
+        outcome = await this.requestApproval(tx, exec, workflow, step, row, output, verified);
+      } else if (!validation.valid || next === undefined) {
         row.attempts += 1;
         await tx.updateStep(row);
         await machine.event(tx, 'step_failed', exec, step.id, {
@@ -495,40 +619,10 @@ export class ExecutionService {
           validation,
           token: machine.liveToken(exec),
           fill: stepFill(workflow, step, exec.context, 'durable', named),
+          ...(verified !== undefined ? { check: verified } : {}),
         };
       } else {
-        row.status = 'completed';
-        row.completed_at = at;
-        row.duration_ms = row.started_at ? Date.parse(at) - Date.parse(row.started_at) : null;
-        row.attempts += 1;
-        row.output = output;
-        await tx.updateStep(row);
-        for (const given of output.artifacts ?? []) {
-          if (typeof given === 'string') continue;
-          const artifact = storedArtifact(given);
-          const content = artifact.content;
-          const id = await tx.insertArtifact({
-            execution_id: exec.execution_id,
-            step_name: step.id,
-            artifact_type: artifact.type,
-            name: artifact.name,
-            content,
-            content_type: artifact.content_type ?? 'text/plain',
-            size_bytes: Buffer.byteLength(content),
-            metadata: artifact.metadata ?? null,
-          });
-          await machine.event(tx, 'artifact_stored', exec, step.id, { artifact_id: id, name: artifact.name });
-        }
-        await machine.event(tx, 'step_completed', exec, step.id, {
-          seq: row.seq,
-          duration_ms: row.duration_ms,
-        });
-        const view = await machine.enterStep(tx, exec, workflow, next);
-        await tx.updateExecution(exec);
-        outcome =
-          view === 'command'
-            ? { v: 1, kind: 'pending', execution_id: exec.execution_id, done_step: step.id }
-            : this.outcome(exec, view, 'advanced', [], step.id);
+        outcome = await this.complete(tx, exec, workflow, step, row, output, next);
       }
       await tx.recordSubmission({
         nonce: payload.nonce,
@@ -539,6 +633,402 @@ export class ExecutionService {
       });
       return outcome;
     });
+  }
+
+  /**
+   * The walk after an accepted output: the context with the step's output, and the step that follows;
+   * or, when a loop ahead cannot start (its list or count is missing), the refusal to send back.
+   */
+  private walkAfter(
+    workflow: Workflow,
+    exec: ExecutionRecord,
+    step: PromptStep,
+    output: StepOutput,
+    context: Context,
+  ): { next: ReturnType<typeof nextStep> } | { validation: ValidationResult; named: string[] } {
+    const reported = checkSubmission(workflow, step, output);
+    const recorded = outputForTemplates(output);
+    if (Object.keys(reported.assessments).length > 0) recorded.assessments = reported.assessments;
+    context.steps = { ...asRecord(context.steps), [step.id]: recorded };
+    if (reported.loopDecision) recordDecision(workflow, step.id, reported.loopDecision, context);
+    try {
+      return { next: this.machine.walk(workflow, [...exec.completed_steps, step.id], context) };
+    } catch (error) {
+      // A loop ahead cannot start (its list or count is missing): the step stays current, fresh token.
+      if (!(error instanceof DomainFailure) || error.error.code !== 'precondition_failed') throw error;
+      return {
+        validation: {
+          valid: false,
+          issues: [`PRECONDITION_FAILED: ${error.error.message}`],
+          suggestions: [
+            `Set output.context.${error.error.variable} to ${error.error.expected} and send the call in next again.`,
+          ],
+        },
+        named: [error.error.variable],
+      };
+    }
+  }
+
+  /** Completes the current step with its output and enters the next one (or completes the execution). */
+  private async complete(
+    tx: StoreWriter,
+    exec: ExecutionRecord,
+    workflow: Workflow,
+    step: PromptStep,
+    row: StepRecord,
+    output: StepOutput,
+    next: ReturnType<typeof nextStep>,
+  ): Promise<Outcome> {
+    const { machine } = this;
+    const at = nowIso();
+    row.status = 'completed';
+    row.completed_at = at;
+    row.duration_ms = row.started_at ? Date.parse(at) - Date.parse(row.started_at) : null;
+    row.attempts += 1;
+    row.output = output;
+    await tx.updateStep(row);
+    for (const given of output.artifacts ?? []) {
+      if (typeof given === 'string') continue;
+      const artifact = storedArtifact(given);
+      const content = artifact.content;
+      const id = await tx.insertArtifact({
+        execution_id: exec.execution_id,
+        step_name: step.id,
+        artifact_type: artifact.type,
+        name: artifact.name,
+        content,
+        content_type: artifact.content_type ?? 'text/plain',
+        size_bytes: Buffer.byteLength(content),
+        metadata: artifact.metadata ?? null,
+      });
+      await machine.event(tx, 'artifact_stored', exec, step.id, { artifact_id: id, name: artifact.name });
+    }
+    await machine.event(tx, 'step_completed', exec, step.id, {
+      seq: row.seq,
+      duration_ms: row.duration_ms,
+    });
+    const view = await machine.enterStep(tx, exec, workflow, next);
+    await tx.updateExecution(exec);
+    return view === 'command'
+      ? { v: 1, kind: 'pending', execution_id: exec.execution_id, done_step: step.id }
+      : this.outcome(exec, view, 'advanced', [], step.id);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Approvals: a step output a person must clear
+
+  private now(): number {
+    return this.deps.clock?.() ?? Date.now();
+  }
+
+  /** Holds the accepted output for a person's decision; the agent's next token only polls. */
+  private async requestApproval(
+    tx: StoreWriter,
+    exec: ExecutionRecord,
+    workflow: Workflow,
+    step: PromptStep,
+    row: StepRecord,
+    output: StepOutput,
+    verified: CheckResult | undefined,
+  ): Promise<Outcome> {
+    const { machine } = this;
+    const gate = step.approval as NonNullable<PromptStep['approval']>;
+    const requested = this.now();
+    machine.mintToken(exec, step.id);
+    const record: ApprovalRecord = {
+      approval_id: `appr_${randomBytes(9).toString('hex')}`,
+      execution_id: exec.execution_id,
+      principal: exec.principal,
+      workflow_name: workflow.id,
+      step_name: step.id,
+      seq: row.seq,
+      prompt: gate.prompt,
+      approvers: gate.approvers ?? null,
+      status: 'pending',
+      requested_at: new Date(requested).toISOString(),
+      expires_at:
+        gate.timeout === undefined ? null : new Date(requested + durationMs(gate.timeout, 0)).toISOString(),
+      output,
+      poll_nonce: exec.token_nonce as string,
+      decided_by: null,
+      decided_via: null,
+      decided_at: null,
+      reason: null,
+    };
+    await tx.insertApproval(record);
+    exec.metadata = { ...exec.metadata, awaiting_approval: record.approval_id };
+    exec.updated_at = nowIso();
+    await tx.updateExecution(exec);
+    await machine.event(tx, 'approval_requested', exec, step.id, {
+      seq: row.seq,
+      approval_id: record.approval_id,
+      prompt: record.prompt,
+      approvers: record.approvers,
+      expires_at: record.expires_at,
+    });
+    return { ...this.awaitingOutcome(exec, record, verified), requested: true };
+  }
+
+  private awaitingOutcome(
+    exec: ExecutionRecord,
+    record: ApprovalRecord,
+    verified?: CheckResult,
+  ): Extract<Outcome, { kind: 'awaiting_approval' }> {
+    return {
+      v: 1,
+      kind: 'awaiting_approval',
+      origin: 'advanced',
+      execution_id: exec.execution_id,
+      workflow_id: exec.workflow_name,
+      state: exec.state,
+      step_name: record.step_name,
+      approval: approvalView(record),
+      token: this.machine.liveToken(exec),
+      ...(verified !== undefined ? { check: verified } : {}),
+    };
+  }
+
+  /** The approval the execution's current step waits on, if any. */
+  private async pendingApproval(tx: StoreWriter, exec: ExecutionRecord): Promise<ApprovalRecord | undefined> {
+    const id = exec.metadata.awaiting_approval;
+    if (typeof id !== 'string') return undefined;
+    const record = await tx.getApproval(id);
+    return record?.status === 'pending' ? record : undefined;
+  }
+
+  /** A pending approval past its timeout is rejected now (by `timeout`); the outcome of that, if so. */
+  private async expireIfDue(
+    tx: StoreWriter,
+    exec: ExecutionRecord,
+    record: ApprovalRecord,
+  ): Promise<Outcome | undefined> {
+    if (record.expires_at === null || Date.parse(record.expires_at) > this.now()) return undefined;
+    return this.applyDecision(tx, exec, record, 'reject', {
+      decider: { principal: null, name: 'timeout', via: 'timeout' },
+      reason: `no decision by ${record.expires_at}`,
+    });
+  }
+
+  /**
+   * Records a decision and moves the execution: approved, the held output completes the step; rejected
+   * (or timed out), the step stays current with a fresh token and the reason. The outcome is recorded
+   * as the answer to the poll token, so the agent's next poll gets it.
+   */
+  private async applyDecision(
+    tx: StoreWriter,
+    exec: ExecutionRecord,
+    record: ApprovalRecord,
+    decision: 'approve' | 'reject',
+    how: { decider: Decider; reason: string | undefined },
+  ): Promise<Outcome> {
+    const { machine } = this;
+    const decidedAt = new Date(this.now()).toISOString();
+    record.status = decision === 'approve' ? 'approved' : 'rejected';
+    record.decided_by = how.decider.name;
+    record.decided_via = how.decider.via;
+    record.decided_at = decidedAt;
+    record.reason = how.reason ?? null;
+    await tx.updateApproval(record);
+    const { awaiting_approval: _done, ...metadata } = exec.metadata;
+    exec.metadata = metadata;
+    await machine.event(tx, 'approval_decided', exec, record.step_name, {
+      seq: record.seq,
+      approval_id: record.approval_id,
+      decision: record.status,
+      decided_by: record.decided_by,
+      decided_via: record.decided_via,
+      decided_at: decidedAt,
+      ...(record.reason !== null ? { reason: record.reason } : {}),
+    });
+    const workflow = await machine.definition(exec, tx);
+    const step = findPromptStep(workflow, record.step_name);
+    const row = await tx.getStep(exec.execution_id, record.seq);
+    if (!step || !row) {
+      fail({
+        code: 'storage_error',
+        message: 'Storage error',
+        details: 'the approved step record is missing',
+      });
+    }
+    const output = record.output as StepOutput;
+    let outcome: Outcome | undefined;
+    let refusal: { validation: ValidationResult; named: string[] } | undefined;
+    if (decision === 'approve') {
+      const context: Context = { ...exec.context, ...(output.context ?? {}) };
+      const walked = this.walkAfter(workflow, exec, step, output, context);
+      if ('next' in walked) outcome = await this.complete(tx, exec, workflow, step, row, output, walked.next);
+      else refusal = walked;
+    }
+    if (outcome === undefined) {
+      const who =
+        how.decider.via === 'timeout' ? 'nobody decided in time' : `${record.decided_by} rejected it`;
+      const validation = refusal?.validation ?? {
+        valid: false,
+        issues: [`APPROVAL_REJECTED: ${who}${record.reason ? `: ${record.reason}` : ''}`],
+        suggestions: [
+          'Revise the work as the reason says, then send the step again; it needs a new approval.',
+        ],
+      };
+      row.attempts += 1;
+      await tx.updateStep(row);
+      await machine.event(tx, 'step_failed', exec, step.id, {
+        seq: row.seq,
+        reason: decision === 'approve' ? 'validation' : 'approval',
+        issues: validation.issues,
+      });
+      machine.mintToken(exec, step.id);
+      await machine.event(tx, 'token_generated', exec, step.id, { attempt: exec.token_attempt });
+      exec.updated_at = nowIso();
+      await tx.updateExecution(exec);
+      outcome = {
+        v: 1,
+        kind: 'rejected',
+        origin: 'advanced',
+        execution_id: exec.execution_id,
+        workflow_id: exec.workflow_name,
+        state: exec.state,
+        step_name: step.id,
+        validation,
+        token: machine.liveToken(exec),
+        fill: stepFill(workflow, step, exec.context, 'durable', refusal?.named ?? []),
+        approval: approvalView(record),
+      };
+    }
+    await tx.recordSubmission({
+      nonce: record.poll_nonce,
+      execution_id: exec.execution_id,
+      output_hash: DECIDED,
+      response: outcome,
+      created_at: decidedAt,
+    });
+    return outcome;
+  }
+
+  /**
+   * A person's decision on the approval an execution waits on (the dashboard, the CLI, elicitation).
+   * Refused when nothing is pending (decided already, or timed out: that is recorded first), and when
+   * the decider may not decide it: only the step's approvers, or without approvers the execution's
+   * owner; the operator on the host may decide any.
+   */
+  async decide(
+    executionId: string,
+    decision: 'approve' | 'reject',
+    decider: Decider,
+    reason?: string,
+  ): Promise<{ approval: ApprovalView; state: string }> {
+    await this.ready();
+    return this.deps.store.transaction(async (tx) => {
+      const exec = await tx.getExecution(executionId);
+      const record = exec && (await this.pendingApproval(tx, exec));
+      // Another principal's execution is not this one's to see, unless it is an approver of the step.
+      const operator = decider.operator === true;
+      const concerned =
+        operator ||
+        (exec !== undefined && exec.principal === decider.principal) ||
+        (record !== undefined && mayDecide(record, decider.principal));
+      if (!exec || !concerned)
+        fail({ code: 'execution_not_found', message: 'Execution not found', executionId });
+      if (record === undefined) {
+        fail({
+          code: 'state_conflict',
+          message: 'State error',
+          executionId,
+          state: exec.state,
+          details: `execution ${executionId} has no approval pending (decided already, or none asked)`,
+        });
+      }
+      if (!operator && !mayDecide(record, decider.principal)) {
+        fail({
+          code: 'state_conflict',
+          message: 'State error',
+          executionId,
+          state: exec.state,
+          details: `only ${record.approvers?.join(', ')} may decide this approval (the step names its approvers)`,
+        });
+      }
+      if ((await this.expireIfDue(tx, exec, record)) !== undefined) {
+        return { approval: approvalView(record), state: exec.state };
+      }
+      await this.applyDecision(tx, exec, record, decision, { decider, reason });
+      return { approval: approvalView(record), state: exec.state };
+    });
+  }
+
+  /**
+   * Pending approvals, oldest first: every one (the operator), or those a principal may decide. Any
+   * past its timeout is rejected on the way (by `timeout`) and left out.
+   */
+  async pendingApprovals(principal: string | null, limit = 200): Promise<ApprovalRecord[]> {
+    await this.ready();
+    const { store } = this.deps;
+    const pending = await store.listApprovals({
+      status: 'pending',
+      ...(principal !== null ? { principal } : {}),
+      limit,
+    });
+    const now = this.now();
+    const out: ApprovalRecord[] = [];
+    for (const record of pending) {
+      if (principal !== null && !mayDecide(record, principal)) continue;
+      if (record.expires_at !== null && Date.parse(record.expires_at) <= now) {
+        await store
+          .transaction(async (tx) => {
+            const exec = await tx.getExecution(record.execution_id);
+            const still = exec && (await this.pendingApproval(tx, exec));
+            if (exec && still) await this.expireIfDue(tx, exec, still);
+          })
+          .catch(() => undefined);
+        continue;
+      }
+      out.push(record);
+    }
+    return out;
+  }
+
+  /** Every approval of an execution (its history), oldest first; undefined unless `principal` may see it. */
+  async approvalsOf(executionId: string, principal: string | null): Promise<ApprovalRecord[] | undefined> {
+    const { store } = this.deps;
+    const exec = await store.getExecution(executionId);
+    if (exec === undefined) return undefined;
+    const all = await store.listApprovals({ execution_id: executionId, limit: 1000 });
+    if (principal !== null && exec.principal !== principal && !all.some((a) => mayDecide(a, principal)))
+      return undefined;
+    return all;
+  }
+
+  /**
+   * After the output went to approval: where the client's user can be asked (elicitation), ask; a
+   * decision is then answered as the poll would answer it. No answer leaves it pending.
+   */
+  private async askPerson(advanced: Outcome, output: StepOutput, caller: Caller): Promise<Outcome> {
+    // Asked once, by the submission that asked for the approval (or its retry); polls only look.
+    if (advanced.kind !== 'awaiting_approval' || caller.askApproval === undefined) return advanced;
+    if (advanced.requested !== true) return advanced;
+    if (advanced.approval.status !== 'pending' || advanced.token === null) return advanced;
+    // A person answers in their own time: later requests need not wait for them.
+    caller.onNetworkWait?.();
+    // The asker never fails: no answer is undefined. It may end the call instead, for the client to
+    // ask its user and send the same call again with the answer (2026-07-28): the retry replays this.
+    const answer = await caller.askApproval({
+      execution_id: advanced.execution_id,
+      workflow_id: advanced.workflow_id,
+      step_name: advanced.step_name,
+      prompt: advanced.approval.prompt,
+      summary: output.summary,
+    });
+    if (answer === undefined) return advanced;
+    try {
+      await this.decide(
+        advanced.execution_id,
+        answer.decision,
+        { principal: caller.principal, name: `${caller.principal} (client user)`, via: 'elicitation' },
+        answer.reason,
+      );
+    } catch (error) {
+      // Decided meanwhile (the dashboard, a timeout), or this principal may not decide: the poll tells.
+      if (!(error instanceof DomainFailure)) throw error;
+    }
+    return this.nextStep(advanced.token, { summary: 'polling the approval' }, caller);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -583,6 +1073,18 @@ export class ExecutionService {
       }
       await this.machine.transition(tx, exec, to, reason);
       if (isTerminal(to)) {
+        // An ended execution has nothing left to approve: the pending request is closed with it.
+        const waiting = await this.pendingApproval(tx, exec);
+        if (waiting !== undefined) {
+          waiting.status = 'rejected';
+          waiting.decided_by = `execution ${to}`;
+          waiting.decided_via = 'state';
+          waiting.decided_at = exec.updated_at;
+          waiting.reason = reason ?? null;
+          await tx.updateApproval(waiting);
+          const { awaiting_approval: _closed, ...metadata } = exec.metadata;
+          exec.metadata = metadata;
+        }
         const row = await tx.getStep(executionId, exec.current_seq);
         if (row && row.status === 'running') {
           row.status = 'failed';
@@ -626,7 +1128,12 @@ export class ExecutionService {
         return { ...base, on_command: true, token: null, ...(waiting ? { waiting } : {}) };
       }
       let view: StepView | undefined;
+      let approval: ApprovalView | undefined;
       if (!isTerminal(exec.state) && exec.current_step !== null) {
+        let waiting = await this.pendingApproval(tx, exec);
+        if (waiting !== undefined && (await this.expireIfDue(tx, exec, waiting)) !== undefined) {
+          waiting = undefined;
+        }
         if (exec.token_expires_at !== null && Date.parse(exec.token_expires_at) <= Date.now()) {
           machine.mintToken(exec, exec.current_step);
           await machine.event(tx, 'token_generated', exec, exec.current_step, {
@@ -634,7 +1141,13 @@ export class ExecutionService {
           });
           exec.updated_at = nowIso();
           await tx.updateExecution(exec);
+          if (waiting !== undefined) {
+            // The fresh token polls the same approval.
+            waiting.poll_nonce = exec.token_nonce as string;
+            await tx.updateApproval(waiting);
+          }
         }
+        if (waiting !== undefined) approval = approvalView(waiting);
         // Back from a context reset: the persona and the metaGuidance in full again.
         view = machine.stepView(exec, workflow, nextStep(workflow, exec.completed_steps, exec.context), true);
       }
@@ -642,6 +1155,7 @@ export class ExecutionService {
         ...base,
         on_command: false,
         ...(view ? { view } : {}),
+        ...(approval ? { approval } : {}),
         token: view && exec.state === 'running' ? machine.liveToken(exec) : null,
       };
     };
@@ -716,4 +1230,33 @@ function replayed(response: unknown): Outcome {
 /** An ended outcome that is not completion: the execution is still running on a command step. */
 function isBusy(outcome: Outcome): boolean {
   return outcome.kind === 'ended' && outcome.state === 'running';
+}
+
+/** A check's verdict added to the step's validation: a failure is one more issue, with the output tail. */
+function withCheck(validation: ValidationResult, result: CheckResult): ValidationResult {
+  if (result.passed) return validation;
+  const how = result.error
+    ? result.error
+    : result.timed_out
+      ? `timed out after ${result.duration_ms} ms and was stopped`
+      : `exited with ${result.exit_code ?? `signal ${result.signal ?? 'unknown'}`}`;
+  return {
+    valid: false,
+    issues: [...validation.issues, `CHECK_FAILED: check "${result.check}" ${how}`],
+    suggestions: [
+      ...validation.suggestions,
+      `Fix what the check's output (check.tail) shows, then send the step again: the server runs "${result.check}" again.`,
+    ],
+  };
+}
+
+/** Whether a principal may decide an approval: one of its approvers, or without approvers the owner. */
+export function mayDecide(record: ApprovalRecord, principal: string | null): boolean {
+  if (principal === null) return false;
+  return record.approvers === null ? record.principal === principal : record.approvers.includes(principal);
+}
+
+/** Every prompt step of a workflow, loop bodies included. */
+function promptSteps(workflow: Workflow): PromptStep[] {
+  return [...allStepIds(workflow)].flatMap((id) => findPromptStep(workflow, id) ?? []);
 }

@@ -229,6 +229,7 @@ export class StepMachine {
       missing ? `(Persona '${agentName}' is not installed; act as a careful generalist.)` : '',
       // The title is in the guidance, rendered (values shown as data): once, never as a raw template.
       `## Step ${exec.current_seq}\n\n${guidance.prompt}`,
+      gates(step),
     ]
       .filter(Boolean)
       .join('\n\n---\n\n');
@@ -303,4 +304,18 @@ export class StepMachine {
       metadata,
     });
   }
+}
+
+/** What happens after the agent submits a step with a server-run check or an approval gate (one line each). */
+function gates(step: PromptStep): string {
+  const lines: string[] = [];
+  if (step.verify !== undefined)
+    lines.push(
+      `When you submit this step, the server runs the check "${step.verify.check}" itself; the step moves on only when it passes (a failure comes back with the output).`,
+    );
+  if (step.approval !== undefined)
+    lines.push(
+      `After your output passes, a person must approve it ("${step.approval.prompt}"); you cannot. You will poll until they decide.`,
+    );
+  return lines.join('\n');
 }

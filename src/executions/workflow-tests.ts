@@ -35,12 +35,14 @@ import {
 } from '../workflows/test-files.js';
 import {
   type Answer,
+  type CheckAnswers,
   COMMAND_ERROR_REASONS,
   type Expectation,
   type Scenario,
   TEST_LIMITS,
   type TestFile,
 } from '../workflows/test-format.js';
+import type { CheckResult, CheckRunner } from './checks.js';
 import { localCaller, type Outcome, type StepOutput } from './execution-model.js';
 import { ExecutionService } from './execution-service.js';
 import { TokenService } from './tokens.js';
@@ -195,9 +197,78 @@ class AnswerBook {
     }
     const { times: _times, ...answer } = entry;
     const merged: Answer = { ...this.file.defaults, ...this.scenario.defaults, ...answer };
-    return { ...merged, summary: merged.summary ?? DEFAULT_SUMMARY };
+    const { approval: _decision, approval_reason: _reason, ...output } = merged;
+    return { ...output, summary: merged.summary ?? DEFAULT_SUMMARY };
+  }
+
+  /** What the person decides about the step's latest report (its answer's `approval`, default approve). */
+  decision(stepId: string): { decision: 'approve' | 'reject'; reason: string | undefined } {
+    const n = Math.max(0, (this.used.get(stepId) ?? 1) - 1);
+    const entries = this.entries(stepId);
+    let entry = entries.at(-1) ?? {};
+    let seen = 0;
+    for (const e of entries) {
+      seen += e.times ?? 1;
+      if (n < seen) {
+        entry = e;
+        break;
+      }
+    }
+    const merged: Answer = { ...this.file.defaults, ...this.scenario.defaults, ...entry };
+    return { decision: merged.approval ?? 'approve', reason: merged.approval_reason };
   }
 }
+
+/** Server-run checks answered from the test file (`checks`): the n-th run gets the n-th entry; unnamed pass. */
+class CannedChecks implements CheckRunner {
+  readonly configured = true;
+  private readonly runs = new Map<string, number>();
+
+  constructor(private readonly table: Record<string, CheckAnswers>) {}
+
+  known(): boolean {
+    return true;
+  }
+
+  available(): void {}
+
+  async run(name: string): Promise<CheckResult> {
+    const given = this.table[name];
+    type Entry = {
+      passed?: boolean | undefined;
+      exit_code?: number | undefined;
+      output?: string | undefined;
+      times?: number | undefined;
+    };
+    const entries: Entry[] = given === undefined ? [{}] : Array.isArray(given) ? given : [given];
+    const n = this.runs.get(name) ?? 0;
+    this.runs.set(name, n + 1);
+    let entry: Entry = entries.at(-1) ?? {};
+    let seen = 0;
+    for (const e of entries) {
+      seen += e.times ?? 1;
+      if (n < seen) {
+        entry = e;
+        break;
+      }
+    }
+    const passed = entry.passed ?? true;
+    const tail = entry.output ?? '';
+    return {
+      check: name,
+      passed,
+      exit_code: entry.exit_code ?? (passed ? 0 : 1),
+      timed_out: false,
+      duration_ms: 0,
+      output_bytes: Buffer.byteLength(tail),
+      truncated: false,
+      tail,
+    };
+  }
+}
+
+/** The operator a workflow test's approvals are decided by. */
+const TEST_DECIDER = { principal: null, name: 'workflow test', via: 'cli' as const, operator: true };
 
 type Responses = NonNullable<TestFile['commands']>;
 type ResponseEntry = Exclude<Responses[string], unknown[]> & { times?: number | undefined };
@@ -587,6 +658,7 @@ export class WorkflowTests {
       engine: this.deps.engine,
       tokens: this.tokens,
       commands,
+      checks: new CannedChecks({ ...tests.checks, ...scenario.checks }),
       allowedEnv: this.deps.allowedEnv,
       observe: (event) => {
         tally.observe(event);
@@ -642,6 +714,12 @@ export class WorkflowTests {
         tally.reported(step, { ...context, ...(output.context ?? {}) });
         reports += 1;
         outcome = await service.nextStep(outcome.token, output, caller);
+        if (outcome.kind === 'awaiting_approval' && outcome.token !== null) {
+          // A person decides, as the test says; the agent's poll then gets the decision.
+          const { decision, reason } = answers.decision(stepId);
+          await service.decide(executionId, decision, TEST_DECIDER, reason);
+          outcome = await service.nextStep(outcome.token, { summary: 'waiting for approval' }, caller);
+        }
       }
     } catch (caught) {
       error =

@@ -88,6 +88,12 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
+/** The longest an approval may wait before it counts as rejected (7 days). */
+export const APPROVAL_MAX_TIMEOUT_MS = 604_800_000;
+
+/** A check name: the key of an operator-defined check (WORKFLOWLOOKUP_CHECKS_FILE). */
+export const CHECK_NAME_PATTERN = '^[a-z0-9][a-z0-9_.-]{0,63}$';
+
 /**
  * A duration of at most `maxMs`: milliseconds, or a number with ms, s or m ("500ms", "2s", "1m"). The
  * cap is part of the schema (number maximum, string pattern), so no path can accept a longer one.
@@ -518,6 +524,40 @@ function buildSchemas() {
     ),
   };
 
+  const ApprovalSchema = z
+    .strictObject({
+      prompt: z
+        .string()
+        .min(1)
+        .max(2000)
+        .describe('What the person approves (shown to them, never to the agent as a way out)'),
+      approvers: z
+        .array(z.string().min(1).max(256))
+        .min(1)
+        .max(50)
+        .optional()
+        .describe("Principals who may decide besides the execution's owner (each needs the approve scope)"),
+      timeout: durationSchema(APPROVAL_MAX_TIMEOUT_MS)
+        .optional()
+        .describe('No decision by then rejects the output (default: waits until someone decides)'),
+    })
+    .describe(
+      "A person must approve the step's accepted output before the execution moves on (dashboard, CLI, or the client's user through elicitation); the agent cannot",
+    );
+
+  const VerifySchema = z
+    .strictObject({
+      check: z
+        .string()
+        .regex(new RegExp(CHECK_NAME_PATTERN))
+        .describe(
+          "Name of a check the server's operator defined (WORKFLOWLOOKUP_CHECKS_FILE); the server runs it",
+        ),
+    })
+    .describe(
+      'A check the server runs when the agent submits the step: the step advances only when it passes',
+    );
+
   const PromptStepSchema = z
     .strictObject({
       ...stepCommon,
@@ -541,6 +581,8 @@ function buildSchemas() {
       requireConfirmation: RequireConfirmationSchema.optional(),
       modelHint: z.string().min(1).optional().describe('Suggested kind of model for this step'),
       validationCriteria: ValidationCriteriaSchema.optional(),
+      verify: VerifySchema.optional(),
+      approval: ApprovalSchema.optional(),
       depends_on: DependsOnSchema,
       ...workrailStepFields,
     })
@@ -885,6 +927,8 @@ function buildSchemas() {
     OutputContractSchema,
     AssessmentConsequenceSchema,
     AssessmentSchema,
+    ApprovalSchema,
+    VerifySchema,
     PromptStepSchema,
     InputSpecSchema,
     ConditionSourceSchema,
@@ -938,6 +982,8 @@ export type AssessmentConsequence = z.infer<Schemas['AssessmentConsequenceSchema
 
 export type Assessment = z.infer<Schemas['AssessmentSchema']>;
 
+export type Approval = z.infer<Schemas['ApprovalSchema']>;
+export type Verify = z.infer<Schemas['VerifySchema']>;
 export type PromptStep = z.infer<Schemas['PromptStepSchema']>;
 
 export type InputSpec = z.infer<Schemas['InputSpecSchema']>;

@@ -7,6 +7,7 @@ import {
   type RequestOptions,
   type ServerContext,
 } from '@modelcontextprotocol/server';
+import type { ApprovalAnswer, ApprovalQuestion, Caller } from '../executions/execution-model.js';
 import type { ConfirmAnswer } from '../faces/tool.js';
 import type { ClientAbilities } from '../runs/run-model.js';
 
@@ -179,4 +180,115 @@ export function confirmationFor(
       relatedRequestId: request.id,
     } as RequestOptions),
   );
+}
+
+/** The form an approval question is: approve or reject, and why. */
+function approvalForm(q: ApprovalQuestion) {
+  return {
+    mode: 'form' as const,
+    message: `Approval needed for step "${q.step_name}" of ${q.workflow_id} (execution ${q.execution_id}): ${q.prompt}\n\nWhat the agent reports: ${q.summary.slice(0, 2000)}`,
+    requestedSchema: {
+      type: 'object' as const,
+      properties: {
+        decision: {
+          type: 'string' as const,
+          title: 'Decision',
+          enum: ['approve', 'reject'],
+          description: 'approve lets the workflow go on; reject sends the step back to the agent',
+        },
+        reason: { type: 'string' as const, title: 'Reason', maxLength: 2000 },
+      },
+      required: ['decision'],
+    },
+  };
+}
+
+/** Whether the client declared form elicitation (a bare `elicitation: {}` predates modes and means form). */
+function declaresFormElicitation(caps: { elicitation?: unknown } | undefined): boolean {
+  const elicitation = caps?.elicitation;
+  if (elicitation === undefined || elicitation === null || typeof elicitation !== 'object') return false;
+  const modes = Object.keys(elicitation as Record<string, unknown>);
+  return modes.length === 0 || modes.includes('form');
+}
+
+const APPROVAL_KEY = 'approval';
+
+/** An elicitation answer to the approval form: a decision, or undefined for anything else. */
+function readApproval(answer: unknown): ApprovalAnswer | undefined {
+  const { action, content } = (answer ?? {}) as { action?: unknown; content?: Record<string, unknown> };
+  if (action !== 'accept' || content === null || typeof content !== 'object') return undefined;
+  const decision = content.decision;
+  if (decision !== 'approve' && decision !== 'reject') return undefined;
+  const reason =
+    typeof content.reason === 'string' && content.reason.trim() !== ''
+      ? content.reason.trim().slice(0, 2000)
+      : undefined;
+  return { decision, ...(reason !== undefined ? { reason } : {}) };
+}
+
+/**
+ * Asks the client's user to approve a step output through form elicitation: pushed on the `initialize`
+ * revisions; on 2026-07-28 the call answers `input_required` with the form (the approval is recorded
+ * already) and its retry, which replays the submission, reads the answer. Only `accept` with a decision
+ * counts; anything else (declined, cancelled, failed, malformed) is no answer and the approval stays
+ * pending for the other ways. Never rejects, except to end the call with `input_required`.
+ */
+export function approvalAskerFor(
+  server: McpServer,
+  request: { envelope: unknown; inputResponses?: unknown; signal: AbortSignal; id: string | number },
+): Caller['askApproval'] {
+  const envelope = envelopeOf(request.envelope);
+  if (envelope !== undefined) {
+    if (!declaresFormElicitation(envelope)) return undefined;
+    return async (question) => {
+      const responses =
+        request.inputResponses !== null && typeof request.inputResponses === 'object'
+          ? (request.inputResponses as Record<string, unknown>)
+          : undefined;
+      if (responses !== undefined && Object.hasOwn(responses, APPROVAL_KEY)) {
+        return readApproval(responses[APPROVAL_KEY]);
+      }
+      throw new InputRequiredSignal(
+        inputRequired({
+          inputRequests: { [APPROVAL_KEY]: inputRequired.elicit(approvalForm(question)) },
+        }),
+      );
+    };
+  }
+  if (!declaresFormElicitation(server.server.getClientCapabilities())) return undefined;
+  return async (question): Promise<ApprovalAnswer | undefined> => {
+    let answer: unknown;
+    try {
+      answer = await server.server.request({ method: 'elicitation/create', params: approvalForm(question) }, {
+        signal: request.signal,
+        relatedRequestId: request.id,
+        // A person decides: give them time (the request is cancelled with the tool call).
+        timeout: 30 * 60_000,
+      } as RequestOptions);
+    } catch {
+      return undefined;
+    }
+    return readApproval(answer);
+  };
+}
+
+/** The client's roots (`roots/list`), where it declared them at `initialize`; undefined otherwise. */
+export function rootsFor(
+  server: McpServer,
+  request: { envelope: unknown; signal: AbortSignal; id: string | number },
+): Caller['roots'] {
+  if (envelopeOf(request.envelope) !== undefined) return undefined;
+  if (server.server.getClientCapabilities()?.roots === undefined) return undefined;
+  return async () => {
+    try {
+      const { roots } = await server.server.listRoots(undefined, {
+        signal: request.signal,
+        relatedRequestId: request.id,
+        timeout: 10_000,
+      } as RequestOptions);
+      return roots.map((r) => r.uri);
+    } catch {
+      return undefined;
+    }
+  };
 }

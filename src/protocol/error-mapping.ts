@@ -469,6 +469,23 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     legacy: (e) => defined({ taskId: e.taskId, details: e.message }),
     context: (e) => defined({ run_id: e.runId }),
   },
+  check_unavailable: {
+    // The server cannot verify the step now: a setting of the operator's, like a missing credential.
+    rpc: RpcCode.ServerError,
+    title: 'Check unavailable',
+    error_code: 'CHECK_UNAVAILABLE',
+    category: 'execution',
+    retryable: false,
+    action: (e) =>
+      e.reason === 'http_not_allowed'
+        ? `Ask the server's operator to allow checks on the HTTP server (WORKFLOWLOOKUP_HTTP_CHECKS=1) or run the workflow over stdio; nothing advanced.`
+        : e.reason === 'not_configured'
+          ? `Ask the server's operator to define check "${e.check}" in WORKFLOWLOOKUP_CHECKS_FILE; nothing advanced.`
+          : `Ask the server's operator to enable check "${e.check}" in WORKFLOWLOOKUP_CHECKS_FILE; nothing advanced.`,
+    legacy: (e) =>
+      defined({ check: e.check, reason: e.reason, executionId: e.executionId, details: e.message }),
+    context: (e) => defined({ workflow_id: e.workflowId, step_id: e.stepId, run_id: e.executionId }),
+  },
 };
 
 export function newCorrelationId(): string {

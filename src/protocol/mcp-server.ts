@@ -19,10 +19,12 @@ import { metrics } from '../telemetry/metrics.js';
 import { ATTR, failed, inSpan, tracingEnabled } from '../telemetry/trace.js';
 import { canonicalArguments } from './aliases.js';
 import {
+  approvalAskerFor,
   confirmationFor,
   declaresExtension,
   InputRequiredSignal,
   isModernEnvelope,
+  rootsFor,
 } from './client-requests.js';
 import {
   domainToRpc,
@@ -340,7 +342,34 @@ function toolContext(server: McpServer, ctx: ServerContext, parts: ServerParts):
     signal: ctx.mcpReq.signal,
     id: ctx.mcpReq.id,
   });
-  return { caller: callerOf(ctx, parts), tools: parts.tools, ...(confirm ? { confirm } : {}) };
+  return {
+    caller: {
+      ...callerOf(ctx, parts),
+      ...personAndRoots(
+        server,
+        {
+          envelope: ctx.mcpReq.envelope,
+          inputResponses: ctx.mcpReq.inputResponses,
+          signal: ctx.mcpReq.signal,
+          id: ctx.mcpReq.id,
+        },
+        parts,
+      ),
+    },
+    tools: parts.tools,
+    ...(confirm ? { confirm } : {}),
+  };
+}
+
+/** What a caller may ask the client: its user's approval (where allowed) and its roots. */
+function personAndRoots(
+  server: McpServer,
+  request: { envelope: unknown; inputResponses?: unknown; signal: AbortSignal; id: string | number },
+  parts: Pick<ServerParts, 'approvalElicitation'>,
+): Pick<Caller, 'askApproval' | 'roots'> {
+  const ask = parts.approvalElicitation === true ? approvalAskerFor(server, request) : undefined;
+  const roots = rootsFor(server, request);
+  return { ...(ask ? { askApproval: ask } : {}), ...(roots ? { roots } : {}) };
 }
 
 /**
@@ -354,6 +383,8 @@ export function directCalls(options: {
   tools?: ToolSwitch | undefined;
   server: () => McpServer | undefined;
   caller: (call: DirectCall) => Caller;
+  /** Ask the client's user to approve step outputs (WORKFLOWLOOKUP_APPROVAL_ELICITATION). */
+  approvalElicitation?: boolean | undefined;
 }): DirectHandler {
   const { runner, tools } = options;
   return async (method, params, call) => {
@@ -364,7 +395,16 @@ export function directCalls(options: {
       server &&
       confirmationFor(server, { envelope: call.meta, inputResponses, signal: call.signal, id: call.id });
     const ctx: ToolContext = {
-      caller: options.caller(call),
+      caller: {
+        ...options.caller(call),
+        ...(server
+          ? personAndRoots(
+              server,
+              { envelope: call.meta, inputResponses, signal: call.signal, id: call.id },
+              { approvalElicitation: options.approvalElicitation },
+            )
+          : {}),
+      },
       ...(tools ? { tools } : {}),
       ...(confirm ? { confirm } : {}),
     };
@@ -458,6 +498,8 @@ export interface ServerParts {
   fixtures?: ((server: McpServer) => string[]) | undefined;
   /** resources/subscribe bounds (default: DEFAULT_LIMITS, with a quota of this server's own). */
   subscriptionLimits?: SubscriptionLimits | undefined;
+  /** Ask the client's user to approve step outputs through elicitation (WORKFLOWLOOKUP_APPROVAL_ELICITATION). */
+  approvalElicitation?: boolean | undefined;
 }
 
 /** Resources whose subscribers hear of changes: the definitions, which change on disk or by authoring. */

@@ -4,14 +4,20 @@ import type { ToolDefinition, ToolScope } from '../faces/tool.js';
  * OAuth scopes of an authenticated server: what a principal may do. Stdio has one local user and
  * checks none of them.
  */
-export const SCOPES = ['read', 'run', 'author', 'admin'] as const satisfies readonly ToolScope[];
-export type Scope = ToolScope;
+// A tool needs one of the first four; `approve` is a person's, never a tool's (approvals).
+export const SCOPES = ['read', 'run', 'author', 'admin', 'approve'] as const satisfies readonly (
+  | ToolScope
+  | 'approve'
+)[];
+export type Scope = (typeof SCOPES)[number];
 
 export const SCOPE_DESCRIPTIONS: Readonly<Record<Scope, string>> = {
   read: 'list and read workflows, guidance, resources and prompts',
   run: 'start and advance executions, runs and tasks; read their state',
   author: 'save, rename and delete workflows',
   admin: 'import and remove catalogs, purge history',
+  // Held by people, never by an agent's credential: it is what makes an approval a person's.
+  approve: "approve or reject step outputs that wait for a person (the dashboard's Approvals page)",
 };
 
 /**

@@ -255,6 +255,14 @@ export class RunService {
           }
           continue;
         }
+        if (cur.approval !== undefined) {
+          // A person decides (dashboard, CLI); the run waits for the execution to move, as a poll would.
+          await report(
+            snap('pending', `step ${cur.current_step} waits for a person's approval: ${cur.approval.prompt}`),
+          );
+          await this.moved(runId, handle.signal, BUSY_RECHECK_MS);
+          continue;
+        }
         if (cur.view && cur.token) {
           issues = await this.agentStep(
             p.workflow,

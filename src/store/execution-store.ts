@@ -101,6 +101,48 @@ export interface SubmissionRecord {
   created_at: string;
 }
 
+export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected'] as const;
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
+
+/**
+ * A step output waiting for a person's decision (a step with `approval`), and then the decision: who,
+ * how (dashboard, cli, elicitation, timeout), when and why. One row per submission that asked.
+ */
+export interface ApprovalRecord {
+  /** Random; what the dashboard and the CLI name (with the execution id). */
+  approval_id: string;
+  execution_id: string;
+  /** The execution's owner (copied so listings need no join). */
+  principal: string;
+  workflow_name: string;
+  step_name: string;
+  /** The step's sequence number in the execution. */
+  seq: number;
+  prompt: string;
+  /** Principals besides the owner who may decide; null: only the owner's people. */
+  approvers: string[] | null;
+  status: ApprovalStatus;
+  requested_at: string;
+  /** No decision by then rejects it (null: waits until someone decides). */
+  expires_at: string | null;
+  /** The output the agent submitted, applied when approved. */
+  output: unknown;
+  /** The nonce of the token the agent polls with while it waits. */
+  poll_nonce: string;
+  decided_by: string | null;
+  decided_via: string | null;
+  decided_at: string | null;
+  reason: string | null;
+}
+
+export interface ApprovalFilter {
+  status?: ApprovalStatus;
+  execution_id?: string;
+  /** Those this principal owns, and those naming approvers (the caller checks whether it is one). */
+  principal?: string;
+  limit: number;
+}
+
 /** A definition pinned by an execution, keyed by the sha256 of its content. */
 export interface DefinitionRecord {
   hash: string;
@@ -298,6 +340,9 @@ export interface StoreReader {
    * definition, steps, artifacts, recent events and failures, one statement each. Undefined unless
    * `principal` owns the execution: the ownership is checked once, for all of it.
    */
+  getApproval(approvalId: string): Promise<ApprovalRecord | undefined>;
+  /** Oldest request first. */
+  listApprovals(filter: ApprovalFilter): Promise<ApprovalRecord[]>;
   executionPage(
     id: string,
     principal: string,
@@ -321,6 +366,9 @@ export interface StoreWriter extends StoreReader {
   /** …and the creation time of artifacts and events; the ids are this store's (returned for artifacts). */
   importArtifact(record: Omit<ArtifactRecord, 'id'>): Promise<number>;
   importTelemetry(record: Omit<TelemetryRecord, 'id'>): Promise<void>;
+  insertApproval(record: ApprovalRecord): Promise<void>;
+  /** Saves the status and the decision fields (and expiry); the request itself never changes. */
+  updateApproval(record: ApprovalRecord): Promise<void>;
   insertTask(record: TaskRecord): Promise<void>;
   /** Saves every field but task_id, principal and created_at. A terminal status never changes. */
   updateTask(record: TaskRecord): Promise<void>;

@@ -1,13 +1,15 @@
 import * as z from 'zod';
 import { EXECUTION_STATES } from '../engine/state-machine.js';
-import type {
-  ArtifactRecord,
-  DefinitionRecord,
-  ExecutionRecord,
-  ExecutionStore,
-  StepRecord,
-  SubmissionRecord,
-  TelemetryRecord,
+import {
+  APPROVAL_STATUSES,
+  type ApprovalRecord,
+  type ArtifactRecord,
+  type DefinitionRecord,
+  type ExecutionRecord,
+  type ExecutionStore,
+  type StepRecord,
+  type SubmissionRecord,
+  type TelemetryRecord,
 } from './execution-store.js';
 
 /**
@@ -21,6 +23,8 @@ export interface ExecutionBundle {
   artifacts: ArtifactRecord[];
   telemetry: TelemetryRecord[];
   submissions: SubmissionRecord[];
+  /** Approvals asked in the execution (absent in exports written before approvals existed). */
+  approvals?: ApprovalRecord[];
 }
 
 export interface TransferReport {
@@ -92,6 +96,7 @@ export async function* exportExecutions(store: ExecutionStore): AsyncGenerator<E
           artifacts: await tx.getArtifacts(execution_id),
           telemetry: await tx.getTelemetry({ execution_id, limit: EVERYTHING }),
           submissions: await tx.getSubmissions(execution_id),
+          approvals: await tx.listApprovals({ execution_id, limit: EVERYTHING }),
         };
       });
       if (bundle) yield bundle;
@@ -185,6 +190,29 @@ export const ExecutionBundleSchema = z.object({
       created_at: time,
     }),
   ),
+  approvals: z
+    .array(
+      z.object({
+        approval_id: z.string().min(1),
+        execution_id: z.string(),
+        principal: z.string(),
+        workflow_name: z.string(),
+        step_name: z.string(),
+        seq: z.number().int(),
+        prompt: z.string(),
+        approvers: z.array(z.string()).nullable(),
+        status: z.enum(APPROVAL_STATUSES),
+        requested_at: time,
+        expires_at: time.nullable(),
+        output: json,
+        poll_nonce: z.string(),
+        decided_by: z.string().nullable(),
+        decided_via: z.string().nullable(),
+        decided_at: time.nullable(),
+        reason: z.string().nullable(),
+      }),
+    )
+    .optional(),
 });
 
 /** A bundle whose parts all belong to its execution, or an error saying what does not fit. */
@@ -199,7 +227,13 @@ function checkBundle(value: unknown, index: number): ExecutionBundle {
   if (bundle.definition.hash !== bundle.execution.definition_hash) {
     throw new Error(`bundle ${index + 1} (${id}): the definition is not the one the execution pinned`);
   }
-  const parts = [...bundle.steps, ...bundle.artifacts, ...bundle.telemetry, ...bundle.submissions];
+  const parts = [
+    ...bundle.steps,
+    ...bundle.artifacts,
+    ...bundle.telemetry,
+    ...bundle.submissions,
+    ...(bundle.approvals ?? []),
+  ];
   if (parts.some((p) => p.execution_id !== id)) {
     throw new Error(`bundle ${index + 1} (${id}): it holds records of another execution`);
   }
@@ -254,6 +288,7 @@ export async function importExecutions(
         await tx.importTelemetry({ ...event, metadata });
       }
       for (const submission of bundle.submissions) await tx.recordSubmission(submission);
+      for (const approval of bundle.approvals ?? []) await tx.insertApproval(approval);
       return pinned ? ('imported' as const) : ('pinned' as const);
     });
     if (outcome === 'skipped') {

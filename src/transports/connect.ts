@@ -92,6 +92,11 @@ export function connectProtocol(
         stream
           ? { principal, signal: call.signal, onNetworkWait: call.detach }
           : { principal: principalOf(call.extra?.authInfo, principal), signal: call.signal },
+      // Whether an approval is asked of the client's user (docs/approvals-and-checks.md: on by default
+      // over stdio, where the user is at the keyboard; off over HTTP).
+      approvalElicitation: stream
+        ? app.config.approvalElicitation.stdio
+        : app.config.approvalElicitation.http,
     }),
     ordered: stream,
     requireInitialize: stream,
@@ -109,6 +114,7 @@ export function connectProtocol(
       server = app.serverFactory({
         tools,
         principal,
+        transport: stream ? 'stdio' : 'http',
         ...(era ? { era } : {}),
         // On a stream, a request waiting on the network lets the ones behind it be served.
         ...(stream ? { detach: (id: string | number) => rules.detach(id) } : {}),

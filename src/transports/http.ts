@@ -268,7 +268,7 @@ export async function startHttp(
   };
   const build = (principal: string): Pooled => {
     const tools = app.toolSwitch();
-    const server = app.serverFactory({ principal, era: 'modern', tools });
+    const server = app.serverFactory({ principal, era: 'modern', tools, transport: 'http' });
     const pooled: Pooled = { server, tools, principal, rules: undefined };
     const connect = server.connect.bind(server);
     server.connect = (transport: Transport) => {

@@ -53,6 +53,11 @@ const answerShape = {
     .describe('Artifacts the agent reports (loop decisions, handoffs, files)'),
   findings: z.array(z.string().max(10_000)).max(1000).optional(),
   next_step_recommendation: z.string().max(10_000).optional(),
+  approval: z
+    .enum(['approve', 'reject'])
+    .optional()
+    .describe('A step with `approval`: what the person decides about this report (default approve)'),
+  approval_reason: z.string().min(1).max(2000).optional().describe("The person's reason"),
 };
 
 /** What the agent reports at a step: what workflow_next_step's `output` carries. */
@@ -116,6 +121,20 @@ const StepResponsesSchema = z
   .describe(
     'One canned answer for every call of this command step, or a list read in order (each poll is a call)',
   );
+
+const checkShape = {
+  passed: z.boolean().optional().describe('Whether the check passes (default true)'),
+  exit_code: z.int().min(0).max(255).optional().describe('Its exit code (default 0, or 1 when it fails)'),
+  output: z.string().max(100_000).optional().describe('The output tail the agent is shown'),
+};
+const CheckAnswerSchema = z
+  .strictObject(checkShape)
+  .describe('A canned result of a server-run check (verify: {check})');
+const CheckAnswerEntrySchema = z.strictObject({ ...checkShape, times: TimesSchema });
+/** A check's canned results: one for every run, or a list read in order. Unnamed checks pass. */
+const CheckAnswersSchema = z
+  .union([CheckAnswerSchema, z.array(CheckAnswerEntrySchema).min(1).max(1000)])
+  .describe('One canned result for every run of this check, or a list read in order (unnamed checks pass)');
 
 /**
  * A step or loop id as a test names it: any short text here, so an id the workflow does not have is
@@ -200,6 +219,10 @@ export const ScenarioSchema = z
       .record(StepRef, StepResponsesSchema)
       .optional()
       .describe('Canned API answers for command steps, by step id'),
+    checks: z
+      .record(z.string().min(1).max(64), CheckAnswersSchema)
+      .optional()
+      .describe('Canned results of server-run checks, by check name'),
     max_reports: z
       .int()
       .min(1)
@@ -210,6 +233,7 @@ export const ScenarioSchema = z
   })
   .describe('One walk through the workflow');
 export type Scenario = z.infer<typeof ScenarioSchema>;
+export type CheckAnswers = z.infer<typeof CheckAnswersSchema>;
 
 export const TestFileSchema = z
   .strictObject({
@@ -224,6 +248,10 @@ export const TestFileSchema = z
       .record(StepRef, StepResponsesSchema)
       .optional()
       .describe('Canned API answers every scenario starts from (a scenario overrides a step)'),
+    checks: z
+      .record(z.string().min(1).max(64), CheckAnswersSchema)
+      .optional()
+      .describe('Canned check results every scenario starts from (a scenario overrides a check)'),
     scenarios: z.array(ScenarioSchema).min(1).max(TEST_LIMITS.maxScenarios),
   })
   .meta({

@@ -134,7 +134,7 @@ export function layout(
   ctx: PageContext,
   page: {
     title: string;
-    nav: 'executions' | 'runs' | 'workflows' | 'none';
+    nav: 'executions' | 'runs' | 'approvals' | 'workflows' | 'none';
     body: SafeHtml;
     live?: { url: string; version: string };
     /** A page of the sign-in (no navigation, no one to name). */
@@ -166,7 +166,7 @@ ${page.refresh !== undefined ? html`<meta http-equiv="refresh" content="0; url=$
 ${
   page.anonymous
     ? ''
-    : html`<nav>${nav('executions', '/', 'Executions')}${nav('runs', '/tasks', 'Runs')}${nav('workflows', '/workflows', 'Workflows')}</nav>
+    : html`<nav>${nav('executions', '/', 'Executions')}${nav('runs', '/tasks', 'Runs')}${nav('approvals', '/approvals', 'Approvals')}${nav('workflows', '/workflows', 'Workflows')}</nav>
 <span class="who">${ctx.viewer.principal}</span>${signOut}`
 }
 <span id="live-status" class="live-status"></span>

@@ -55,6 +55,10 @@ export function submitStep(token: string, fill: Record<string, string>): NextCal
 
 export const resumeCall = (executionId: string) => next('workflow_resume', { execution_id: executionId });
 
+/** Polling an approval: the poll token with any output (it is not read while the approval is pending). */
+export const pollApproval = (token: string) =>
+  next('workflow_next_step', { token, output: { summary: 'waiting for approval' } });
+
 /** A paused execution goes on only after it is set running again (a person may have paused it). */
 export const unpauseCall = (executionId: string) =>
   next('workflow_set_state', { execution_id: executionId, state: 'running' });
@@ -75,13 +79,34 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
     };
   }
   const base = { execution_id: outcome.execution_id, workflow_state: outcome.state };
+  if (outcome.kind === 'awaiting_approval') {
+    const { approval } = outcome;
+    const until = approval.expires_at
+      ? ` If nobody decides by ${approval.expires_at}, it counts as rejected.`
+      : '';
+    return {
+      success: true,
+      ...base,
+      step_name: outcome.step_name,
+      message: `Step '${outcome.step_name}' output passed and now waits for a person to approve it ("${approval.prompt}"). Only a person can decide (the dashboard's Approvals page, \`workflowlookup approve\` on the server host, or your client's approval prompt); you cannot. Tell the user it waits for their approval, then send the call in next to poll: it answers the same until someone decides.${until}`,
+      approval,
+      ...(outcome.check ? { check: outcome.check } : {}),
+      ...(outcome.token ? { new_token: outcome.token } : {}),
+      next: outcome.token ? [pollApproval(outcome.token)] : [resumeCall(outcome.execution_id)],
+    };
+  }
   if (outcome.kind === 'rejected') {
+    const decided = outcome.approval;
     return {
       success: false,
       ...base,
       step_name: outcome.step_name,
       validation: outcome.validation,
-      message: `Step '${outcome.step_name}' output did not pass validation: ${outcome.validation.issues.join('; ')}. Fix it and send the call in next again.`,
+      message: decided
+        ? `Step '${outcome.step_name}' output was not approved: ${outcome.validation.issues.join('; ')}. Revise it and send the call in next again; it needs a new approval.`
+        : `Step '${outcome.step_name}' output did not pass validation: ${outcome.validation.issues.join('; ')}. Fix it and send the call in next again.`,
+      ...(decided ? { approval: decided } : {}),
+      ...(outcome.check ? { check: outcome.check } : {}),
       ...(outcome.token ? { new_token: outcome.token } : {}),
       next: outcome.token
         ? [submitStep(outcome.token, outcome.fill ?? viewFill(outcome.step_name))]
@@ -175,6 +200,17 @@ export function presentCurrent(current: CurrentState) {
     };
   }
   const view = current.view;
+  if (view && current.approval && current.token && !paused) {
+    return {
+      ...base,
+      step_status: 'awaiting_approval',
+      ...leanStep(view),
+      continuation_token: current.token,
+      instructions: `Step "${view.step_name}" was done; its output waits for a person's approval ("${current.approval.prompt}"), which you cannot give. Send the call in next to poll.`,
+      approval: current.approval,
+      next: [pollApproval(current.token)],
+    };
+  }
   return {
     ...base,
     step_status: view ? 'running' : null,

@@ -294,4 +294,34 @@ export const PG_MIGRATIONS: readonly { version: number; name: string; sql: strin
         EXECUTE FUNCTION execution_counts_change();
     `,
   },
+  {
+    version: 7,
+    name: 'approvals: step outputs waiting for a person, and the decisions',
+    // As in SQLite: one row per submission of a step with `approval`, the output held back, then the
+    // decision (who, how, when, why). Decisions take the execution's row lock first, so two people
+    // deciding at once are serialized there.
+    sql: `
+      CREATE TABLE approvals (
+        approval_id text PRIMARY KEY,
+        execution_id text NOT NULL REFERENCES workflow_executions(execution_id) ON DELETE CASCADE,
+        principal text NOT NULL,
+        workflow_name text NOT NULL,
+        step_name text NOT NULL,
+        seq integer NOT NULL,
+        prompt text NOT NULL,
+        approvers json,
+        status text NOT NULL CHECK (status IN ('pending','approved','rejected')),
+        requested_at timestamptz NOT NULL,
+        expires_at timestamptz,
+        output json NOT NULL,
+        poll_nonce text NOT NULL,
+        decided_by text,
+        decided_via text,
+        decided_at timestamptz,
+        reason text
+      );
+      CREATE INDEX approvals_by_status ON approvals (status, requested_at, approval_id);
+      CREATE INDEX approvals_by_execution ON approvals (execution_id, requested_at, approval_id);
+    `,
+  },
 ];

@@ -4,6 +4,7 @@ import type { Logger } from '../../telemetry/log.js';
 import { metrics } from '../../telemetry/metrics.js';
 import { inSpan } from '../../telemetry/trace.js';
 import type {
+  ApprovalFilter,
   ExecutionCountFilter,
   ExecutionFilter,
   ExecutionPageFilter,
@@ -455,6 +456,8 @@ export class PostgresExecutionStore implements ExecutionStore {
   getPinnedDefinition = (hash: string) => this.reads.getPinnedDefinition(hash);
   getTask = (taskId: string) => this.reads.getTask(taskId);
   listTasks = (filter: TaskFilter) => this.reads.listTasks(filter);
+  getApproval = (approvalId: string) => this.reads.getApproval(approvalId);
+  listApprovals = (filter: ApprovalFilter) => this.reads.listApprovals(filter);
   listExecutionHeads = (filter: ExecutionPageFilter) => this.reads.listExecutionHeads(filter);
   countExecutions = (filter: ExecutionCountFilter) => this.reads.countExecutions(filter);
   listPrincipals = () => this.reads.listPrincipals();

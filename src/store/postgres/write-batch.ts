@@ -1,5 +1,6 @@
 import type { Statement } from '../sql/queries.js';
 import {
+  APPROVALS,
   type ColumnKind,
   DEFINITIONS,
   EXECUTIONS,
@@ -29,6 +30,8 @@ const PARTS: readonly (readonly [TableSpec<never>, Op])[] = [
   [SUBMISSIONS as TableSpec<never>, 'update'],
   [TASKS as TableSpec<never>, 'insert'],
   [TASKS as TableSpec<never>, 'update'],
+  [APPROVALS as TableSpec<never>, 'insert'],
+  [APPROVALS as TableSpec<never>, 'update'],
   [TELEMETRY as TableSpec<never>, 'insert'],
 ];
 

@@ -10,6 +10,7 @@ import {
   TERMINAL_TASK_STATUSES,
 } from '../execution-store.js';
 import {
+  approvalQuery,
   countsQuery,
   headsQuery,
   listQuery,
@@ -21,6 +22,7 @@ import {
   writeValues,
 } from './queries.js';
 import {
+  APPROVALS,
   ARTIFACTS,
   DEFINITIONS,
   EXECUTIONS,
@@ -31,6 +33,7 @@ import {
   type TableName,
   type TableSpec,
   TELEMETRY,
+  toApproval,
   toArtifact,
   toDefinition,
   toExecution,
@@ -193,6 +196,16 @@ export function sqlOperations(session: SqlSession, d: SqlDialect): StoreWriter {
     updateSubmission: (nonce, response) =>
       // An update writes only the response (SUBMISSIONS.updates); the fields it leaves alone are null.
       write(SUBMISSIONS, 'update', { nonce, response } as SubmissionRecord),
+    getApproval: async (approvalId) => {
+      const row = await first(sql.getApproval, [approvalId], ['approvals']);
+      return row ? toApproval(row) : undefined;
+    },
+    listApprovals: async (filter) => {
+      const q = approvalQuery(d, filter);
+      return (await rows(q.text, q.values, ['approvals'])).map(toApproval);
+    },
+    insertApproval: (record) => write(APPROVALS, 'insert', record),
+    updateApproval: (record) => write(APPROVALS, 'update', record),
     insertTask: (record) => write(TASKS, 'insert', record),
     updateTask: (record) => write(TASKS, 'update', record),
     deleteExpiredTasks: async (at) =>

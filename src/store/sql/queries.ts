@@ -1,5 +1,6 @@
 import { type ExecutionState, TERMINAL_STATES } from '../../engine/state-machine.js';
 import type {
+  ApprovalFilter,
   ExecutionCountFilter,
   ExecutionFilter,
   ExecutionPageFilter,
@@ -11,6 +12,7 @@ import type {
 import { TERMINAL_TASK_STATUSES } from '../execution-store.js';
 import { SqlFilter } from './filter.js';
 import {
+  APPROVALS,
   ARTIFACTS,
   DEFINITIONS,
   EXECUTIONS,
@@ -62,7 +64,7 @@ export interface SqlDialect extends DialectOptions {
 export function sqlDialect(options: DialectOptions): SqlDialect {
   const dialect = { ...options } as SqlDialect;
   const writes = new Map<TableSpec<never>, { insert: string; update: string }>();
-  for (const spec of [DEFINITIONS, EXECUTIONS, STEPS, ARTIFACTS, TELEMETRY, SUBMISSIONS, TASKS]) {
+  for (const spec of [DEFINITIONS, EXECUTIONS, STEPS, ARTIFACTS, TELEMETRY, SUBMISSIONS, TASKS, APPROVALS]) {
     writes.set(spec as TableSpec<never>, writeStatements(dialect, spec as TableSpec<never>));
   }
   return Object.assign(dialect, { fixed: fixedStatements(dialect), writes });
@@ -125,6 +127,7 @@ function fixedStatements(d: DialectOptions) {
     changedExecutions: `SELECT ${HEAD_COLUMNS} FROM workflow_executions WHERE principal = ${p1} AND updated_at >= ${p2}
       ORDER BY updated_at, execution_id LIMIT ${p3}`,
     getTask: task,
+    getApproval: byKey('approvals', `approval_id = ${p1}`),
     lockTask: `${task}${d.lockRead}`,
     deleteExpiredTasks: `DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at < ${p1}
       AND ${d.among('status', p2 as string)} RETURNING task_id`,
@@ -270,6 +273,18 @@ export function telemetryQuery(d: SqlDialect, filter: TelemetryFilter): Statemen
   f.equals('e', 'execution_id', filter.execution_id).equals('t', 'event_type', filter.event_type);
   const text = `SELECT * FROM (SELECT * FROM telemetry_events ${f.where}
     ORDER BY id DESC LIMIT ${f.param(filter.limit)}) AS recent ORDER BY id`;
+  return { text, values: f.values };
+}
+
+/** Approvals, oldest request first, for one combination of filters. */
+export function approvalQuery(d: SqlDialect, filter: ApprovalFilter): Statement {
+  const f = new SqlFilter(d.placeholders)
+    .equals('s', 'status', filter.status)
+    .equals('e', 'execution_id', filter.execution_id);
+  if (filter.principal !== undefined)
+    f.add('p', `(principal = ${f.param(filter.principal)} OR approvers IS NOT NULL)`);
+  const text = `SELECT * FROM approvals ${f.where}
+    ORDER BY requested_at, approval_id LIMIT ${f.param(filter.limit)}`;
   return { text, values: f.values };
 }
 

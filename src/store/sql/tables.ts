@@ -1,4 +1,5 @@
 import type {
+  ApprovalRecord,
   ArtifactRecord,
   DefinitionRecord,
   ExecutionHead,
@@ -42,7 +43,8 @@ export type TableName =
   | 'workflow_artifacts'
   | 'telemetry_events'
   | 'token_submissions'
-  | 'tasks';
+  | 'tasks'
+  | 'approvals';
 
 const json = (value: unknown): string => JSON.stringify(value ?? null);
 const jsonOrNull = (value: unknown): string | null =>
@@ -216,6 +218,64 @@ export const TASKS = spec<TaskRecord>(
   ['task_id'],
   ['principal', 'created_at'],
 );
+
+export const APPROVALS = spec<ApprovalRecord>(
+  'approvals',
+  [
+    ['approval_id', 'text'],
+    ['execution_id', 'text'],
+    ['principal', 'text'],
+    ['workflow_name', 'text'],
+    ['step_name', 'text'],
+    ['seq', 'integer'],
+    ['prompt', 'text'],
+    ['approvers', 'json?'],
+    ['status', 'text'],
+    ['requested_at', 'timestamp'],
+    ['expires_at', 'timestamp'],
+    ['output', 'json'],
+    ['poll_nonce', 'text'],
+    ['decided_by', 'text'],
+    ['decided_via', 'text'],
+    ['decided_at', 'timestamp'],
+    ['reason', 'text'],
+  ],
+  ['approval_id'],
+  [
+    'execution_id',
+    'principal',
+    'workflow_name',
+    'step_name',
+    'seq',
+    'prompt',
+    'approvers',
+    'requested_at',
+    'output',
+    'poll_nonce',
+  ],
+);
+
+export function toApproval(row: Row): ApprovalRecord {
+  return {
+    approval_id: row.approval_id as string,
+    execution_id: row.execution_id as string,
+    principal: row.principal as string,
+    workflow_name: row.workflow_name as string,
+    step_name: row.step_name as string,
+    seq: row.seq as number,
+    prompt: row.prompt as string,
+    approvers: parse(row.approvers, null),
+    status: row.status as ApprovalRecord['status'],
+    requested_at: row.requested_at as string,
+    expires_at: str(row.expires_at),
+    output: parse(row.output, null),
+    poll_nonce: row.poll_nonce as string,
+    decided_by: str(row.decided_by),
+    decided_via: str(row.decided_via),
+    decided_at: str(row.decided_at),
+    reason: str(row.reason),
+  };
+}
 
 /** What a listing shows of an execution: no context, tokens or metadata (which can be large). */
 export const HEAD_COLUMNS = `execution_id, principal, workflow_name, state, current_step, current_seq, token_attempt,

@@ -221,4 +221,33 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       END;
     `,
   },
+  {
+    version: 7,
+    name: 'approvals: step outputs waiting for a person, and the decisions',
+    // One row per submission of a step with `approval`: the output held back, and then who decided,
+    // how, when and why. Pending ones are listed oldest first (the CLI, the dashboard's Approvals page).
+    sql: `
+      CREATE TABLE approvals (
+        approval_id TEXT PRIMARY KEY,
+        execution_id TEXT NOT NULL REFERENCES workflow_executions(execution_id) ON DELETE CASCADE,
+        principal TEXT NOT NULL,
+        workflow_name TEXT NOT NULL,
+        step_name TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        prompt TEXT NOT NULL,
+        approvers TEXT,
+        status TEXT NOT NULL CHECK (status IN ('pending','approved','rejected')),
+        requested_at TEXT NOT NULL,
+        expires_at TEXT,
+        output TEXT NOT NULL,
+        poll_nonce TEXT NOT NULL,
+        decided_by TEXT,
+        decided_via TEXT,
+        decided_at TEXT,
+        reason TEXT
+      );
+      CREATE INDEX approvals_by_status ON approvals(status, requested_at, approval_id);
+      CREATE INDEX approvals_by_execution ON approvals(execution_id, requested_at, approval_id);
+    `,
+  },
 ];

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { metrics } from '../../telemetry/metrics.js';
 import { inSpan } from '../../telemetry/trace.js';
 import type {
+  ApprovalFilter,
   ExecutionCountFilter,
   ExecutionFilter,
   ExecutionPageFilter,
@@ -239,6 +240,8 @@ export class SqliteExecutionStore implements ExecutionStore {
   };
   getTask = (taskId: string) => this.exclusive(() => this.writer.getTask(taskId));
   listTasks = (filter: TaskFilter) => this.exclusive(() => this.writer.listTasks(filter));
+  getApproval = (approvalId: string) => this.exclusive(() => this.writer.getApproval(approvalId));
+  listApprovals = (filter: ApprovalFilter) => this.exclusive(() => this.writer.listApprovals(filter));
   listExecutionHeads = (filter: ExecutionPageFilter) =>
     this.exclusive(() => this.writer.listExecutionHeads(filter));
   countExecutions = (filter: ExecutionCountFilter) =>
