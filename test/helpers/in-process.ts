@@ -5,6 +5,7 @@ import {
   type McpServer,
   type Transport,
 } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { type AppOptions, createApp } from '../../src/app.js';
 import { loadConfig, loadHttpSettings } from '../../src/config.js';
 import { localCaller } from '../../src/executions/execution-model.js';
@@ -43,11 +44,19 @@ async function wired(sb: Sandbox, env: Record<string, string>, options: AppOptio
     ordered: true,
     requireInitialize: true,
   });
-  server = app.serverFactory({ detach: (id) => rules.detach(id), tools });
   return {
     app,
     clientSide,
-    connect: () => (server as McpServer).connect(rules),
+    // As the stdio entry serves: one SDK server per connection and era (2025 `initialize` or the
+    // 2026-07-28 per-request envelope), chosen by the SDK from the first message.
+    connect: async () => {
+      serveStdio(
+        (ctx) => (server = app.serverFactory({ detach: (id) => rules.detach(id), era: ctx.era, tools })),
+        {
+          transport: rules,
+        },
+      );
+    },
     close: async () => {
       await rules.close();
       await app.close();
