@@ -400,10 +400,10 @@ describe('workflow_validate', () => {
   });
 
   it('regex evaluation is linear: a catastrophic pattern answers at once', async () => {
-    const started = Date.now();
+    // With a backtracking engine this input takes longer than the universe has left (the test's timeout
+    // catches it); how fast RE2 answers is bench/scenarios/hostile-inputs.mjs's goal.
     const res = await validate('redos-step', `${'a'.repeat(50_000)}b`);
     expect(res.valid).toBe(false);
-    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('length counts characters', async () => {

@@ -127,19 +127,16 @@ describe('MCP tasks (2025-11-25)', () => {
       method === 'elicitation/create' && params._meta?.[RELATED]
         ? { action: 'accept', content: { summary: 'Reviewed it: fine' } }
         : undefined;
-    const sentAt = Date.now();
     const created = await c.rpc('tools/call', {
       ...runArgs('slow-review'),
       _meta: { progressToken: 'run-1' },
     });
-    const answeredIn = Date.now() - sentAt;
     const { task, _meta } = created.result as Json;
     expect(task).toMatchObject({ status: 'working', ttl: 600_000, pollInterval: expect.any(Number) });
     expect(task.taskId).toMatch(/^[0-9a-f-]{36}$/);
     expect(_meta['workflowlookup/run'].run_id).toMatch(/^run_[0-9a-f]{24}$/);
     expect(task.statusMessage).toContain(_meta['workflowlookup/run'].run_id);
-    // The call answers long before the 2 s API call it started (generous bound for a busy machine).
-    expect(answeredIn).toBeLessThan(1500);
+    // The call answered before the 2 s API call it started ended: the task is still `working` (above).
 
     // tasks/result blocks until the end without holding back later requests.
     c.send('result', 'tasks/result', { taskId: task.taskId });
@@ -148,9 +145,8 @@ describe('MCP tasks (2025-11-25)', () => {
         m.method === 'notifications/tasks/status' &&
         /calling tasks-api get-task/.test(m.params.statusMessage),
     );
-    const askedAt = Date.now();
+    // Answered while tasks/result still blocks (checked below): nothing waits behind it.
     const [ping, list] = await Promise.all([c.rpc('ping'), c.rpc('workflow_list')]);
-    expect(Date.now() - askedAt).toBeLessThan(1000);
     expect(ping.result).toEqual({});
     expect(list.result.workflows.length).toBeGreaterThan(0);
     expect(c.messages.some((m) => m.id === 'result')).toBe(false);

@@ -43,6 +43,8 @@ async function wired(sb: Sandbox, env: Record<string, string>, options: AppOptio
     }),
     ordered: true,
     requireInitialize: true,
+    // As the stdio entry does: the validation worker and the registry warm up once the client is in.
+    onInitialized: () => setImmediate(app.warmUp),
   });
   return {
     app,
