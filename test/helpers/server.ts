@@ -91,10 +91,15 @@ export class RawServer {
   }
 
   /** Waits until at least `count` lines arrived and returns them parsed (all must be JSON). */
-  async read(count: number, timeoutMs = 10_000): Promise<Record<string, unknown>[]> {
+  // A wait limit, not a speed assertion: generous, since a loaded machine may take seconds to start a
+  // server (the test's own timeout is 30 s).
+  async read(count: number, timeoutMs = 25_000): Promise<Record<string, unknown>[]> {
     const deadline = Date.now() + timeoutMs;
     while (this.lines.length < count) {
-      if (this.dead) throw new Error(`server exited before answering (${this.lines.length}/${count} lines)`);
+      if (this.dead)
+        throw new Error(
+          `server exited before answering (${this.lines.length}/${count} lines); stderr:\n${this.stderr.slice(-2000)}`,
+        );
       if (Date.now() > deadline) {
         throw new Error(
           `timed out waiting for ${count} lines; got ${this.lines.length}: ${this.lines.join('\n')}\n${this.stderr}`,
