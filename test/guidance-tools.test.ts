@@ -2,14 +2,15 @@ import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectClient, FIXTURES, RawServer, type Sandbox, sandbox } from './helpers/server.js';
+import { InProcessRaw } from './helpers/in-process-raw.js';
+import { connectClient, FIXTURES, type Sandbox, sandbox } from './helpers/server.js';
 
 type Json = Record<string, any>;
 
 let sb: Sandbox;
 let client: Client;
 let closeClient: () => Promise<void>;
-let raw: RawServer;
+let raw: InProcessRaw;
 let nextId = 1;
 
 beforeAll(async () => {
@@ -21,7 +22,7 @@ beforeAll(async () => {
     join(sb.runtime, 'unevaluable-criteria.json'),
   );
   ({ client, close: closeClient } = await connectClient(sb));
-  raw = new RawServer({ env: sb.env, cwd: sb.project });
+  raw = new InProcessRaw({ env: sb.env, cwd: sb.project });
   await raw.initialize();
 });
 

@@ -125,8 +125,8 @@ export async function inProcessHttp(sb: Sandbox, env: Record<string, string> = {
  * the SDK's in-memory transport, with raw JSON-RPC messages in and out (serialized both ways, as on a
  * wire). For the bulk of protocol cases, without spawning a process per test.
  */
-export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
-  const { clientSide, connect, close } = await wired(sb, env);
+export async function inProcess(sb: Sandbox, env: Record<string, string> = {}, options: AppOptions = {}) {
+  const { clientSide, connect, close } = await wired(sb, env, options);
   const answers: Json[] = [];
   const waiters: (() => void)[] = [];
   clientSide.onmessage = (message) => {
