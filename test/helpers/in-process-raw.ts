@@ -16,7 +16,10 @@ export class InProcessRaw {
 
   constructor(opts: { env: Record<string, string>; cwd: string }) {
     const sb = { env: opts.env, project: opts.cwd } as Sandbox;
-    this.session = inProcess(sb, {}, { log: (line: string) => void (this.stderr += `${line}\n`) });
+    const log = (line: string) => {
+      this.stderr += `${line}\n`;
+    };
+    this.session = inProcess(sb, {}, { log });
     this.session.then(
       (s) => {
         this.answers = s.answers;
