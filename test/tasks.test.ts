@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Sandbox, sandbox } from './helpers/server.js';
+import { type RawServer, type Sandbox, sandbox } from './helpers/server.js';
 import { apiEnv, envelope, lines, setUpWorkflows, TaskClient } from './helpers/tasks.js';
 import { TasksApi } from './helpers/tasks-api.js';
 
@@ -87,8 +87,12 @@ afterAll(async () => {
   sb.cleanup();
 });
 
-async function client(capabilities: Json = {}, protocolVersion?: string) {
-  const c = await TaskClient.start(sb, env, capabilities, protocolVersion);
+async function client(
+  capabilities: Json = {},
+  protocolVersion?: string,
+  options: { process?: boolean } = {},
+) {
+  const c = await TaskClient.start(sb, env, capabilities, protocolVersion, options);
   clients.push(c);
   return c;
 }
@@ -379,21 +383,23 @@ describe('MCP tasks (2025-11-25)', () => {
 
 describe('end of input', () => {
   it('exits at end of input even while tasks/result waits; the next server picks the task up', async () => {
-    const c = await client();
+    // End of input and exit: a process, and the next one that picks the task up.
+    const c = await client({}, undefined, { process: true });
+    const server = c.server as RawServer;
     const created = await c.rpc('tools/call', runArgs('ask-agent'));
     const { taskId } = created.result.task;
     await c.poll(taskId, (t) => t.status === 'input_required');
     c.send('waiting', 'tasks/result', { taskId });
     expect((await c.rpc('ping')).result).toEqual({});
-    c.server.child.stdin.end();
+    server.child.stdin.end();
     // A generous bound: what matters is that it does not wait for the task (which waits for an agent).
     const exited = await Promise.race([
-      c.server.exited,
+      server.exited,
       new Promise((r) => setTimeout(() => r('still running'), 5000)),
     ]);
     expect(exited).toEqual({ code: 0, signal: null });
     expect(c.messages.some((m) => m.id === 'waiting')).toBe(false);
-    const next = await client();
+    const next = await client({}, undefined, { process: true });
     const deadline = Date.now() + 10_000;
     while (!next.server.stderr.includes(`task ${taskId} (workflow_run): its process died; resuming it`)) {
       if (Date.now() > deadline) throw new Error(`not resumed: ${next.server.stderr}`);
