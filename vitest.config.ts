@@ -8,7 +8,7 @@ export default defineConfig({
     pool: 'forks',
     // Vitest's default for `run` is one worker fewer than the cores: one file at a time on the 2-core CI
     // machines, with a core idle while a test waits on its server, its database or its browser. A test
-    // file is I/O-bound often enough that one worker per core keeps both busy (`--maxWorkers` overrides).
+    // file is I/O-bound often enough that one worker per core keeps both busy.
     maxWorkers: Math.max(2, availableParallelism()),
     reporters: ['default', './scripts/reliability-reporter.mjs', './scripts/summary-reporter.mjs'],
     projects: [
