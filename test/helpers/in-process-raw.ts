@@ -19,7 +19,8 @@ export class InProcessRaw {
     const log = (line: string) => {
       this.stderr += `${line}\n`;
     };
-    this.session = inProcess(sb, {}, { log });
+    // Watching the sources, as the served process does.
+    this.session = inProcess(sb, {}, { log, watch: true });
     this.session.then(
       (s) => {
         this.answers = s.answers;
