@@ -4,15 +4,8 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  callTool,
-  connectClient,
-  FIXTURES,
-  RawServer,
-  ROOT,
-  type Sandbox,
-  tokenOf,
-} from './helpers/server.js';
+import { InProcessRaw } from './helpers/in-process-raw.js';
+import { callTool, connectClient, FIXTURES, ROOT, type Sandbox, tokenOf } from './helpers/server.js';
 import { apiSandbox, TasksApi, TOKEN } from './helpers/tasks-api.js';
 
 type Json = Record<string, any>;
@@ -191,7 +184,7 @@ describe('one name per concept, seed names as aliases', () => {
   });
 
   it("says plainly which validate is which, and keeps the default tools/list under WorkRail's", async () => {
-    const raw = new RawServer({ env: { ...sb.env, WORKFLOWLOOKUP_TOOLS: 'all' }, cwd: sb.project });
+    const raw = new InProcessRaw({ env: { ...sb.env, WORKFLOWLOOKUP_TOOLS: 'all' }, cwd: sb.project });
     try {
       await raw.initialize();
       const all = ((await raw.request(2, 'tools/list', {})).result as { tools: Json[] }).tools;
@@ -213,7 +206,7 @@ describe('one name per concept, seed names as aliases', () => {
     } finally {
       raw.kill();
     }
-    const core = new RawServer({ env: sb.env, cwd: sb.project });
+    const core = new InProcessRaw({ env: sb.env, cwd: sb.project });
     try {
       await core.initialize();
       const listed = (await core.request(2, 'tools/list', {})).result;
@@ -228,13 +221,13 @@ describe('one name per concept, seed names as aliases', () => {
   it('server instructions name only the tools the profile lists', async () => {
     const names = /\b(?:workflow|catalog|command|provider)_[a-z_]+\b/g;
     const everyTool = new Set((await client.listTools()).tools.map((t) => t.name));
-    const all = new RawServer({ env: { ...sb.env, WORKFLOWLOOKUP_TOOLS: 'all' }, cwd: sb.project });
+    const all = new InProcessRaw({ env: { ...sb.env, WORKFLOWLOOKUP_TOOLS: 'all' }, cwd: sb.project });
     await all.initialize();
     for (const t of ((await all.request(2, 'tools/list', {})).result as { tools: Json[] }).tools)
       everyTool.add(t.name);
     all.kill();
     for (const profile of ['core', 'guidance', 'executions', 'authoring', 'automation', 'tasks', 'all']) {
-      const raw = new RawServer({ env: { ...sb.env, WORKFLOWLOOKUP_TOOLS: profile }, cwd: sb.project });
+      const raw = new InProcessRaw({ env: { ...sb.env, WORKFLOWLOOKUP_TOOLS: profile }, cwd: sb.project });
       try {
         const init = await raw.initialize();
         const instructions = (init.result as { instructions: string }).instructions;

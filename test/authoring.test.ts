@@ -432,10 +432,9 @@ describe('workflow_save refuses what it must not write (#12 items 6 and 9)', () 
     const text = JSON.stringify(wide, null, 1);
     expect(text.length).toBeGreaterThan(800_000);
     for (const format of ['json', 'yaml']) {
-      const started = Date.now();
+      // No stall (it took 12-49 s before): how fast is bench/scenarios/hostile-inputs.mjs's to measure;
+      // here a hang fails by the test's timeout.
       const res = await call('workflow_validate_manifest', { content: text, format });
-      // Generous bound for a shared machine: the point is no stall (it took 12-49 s before).
-      expect(Date.now() - started).toBeLessThan(5000);
       // Ten unknown keys at their own lines, and one violation counting the rest.
       expect(res.violations).toHaveLength(11);
       expect(res.violations[0]).toMatchObject({ path: '/p0', rule: 'additionalProperties' });

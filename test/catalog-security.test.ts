@@ -255,12 +255,11 @@ describe('private network hosts need an explicit allow list (item 3)', () => {
         });
         expect(imported.catalog_id, host).toBe(id);
         await call('workflow_save', { content: fetchOne(`get-${id}`, id, 't1') });
-        const started = Date.now();
         const res = await call('workflow_start', { workflow_name: `get-${id}` });
+        // Refused before connecting (no timeout, no retries against the metadata address): the reason is
+        // the host policy, not a network failure, and the API saw no request (below).
         expect(res.error?.data, host).toMatchObject({ reason: 'host', retryable: true });
         expect(res.error.data.message, host).toContain('WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS');
-        // Refused before connecting: no timeout, no retries against the metadata address.
-        expect(Date.now() - started, host).toBeLessThan(5000);
       }
       const source = await call('catalog_validate_openapi', { source: `${api.baseUrl}/openapi.yaml` });
       expect(source.error.data.details).toContain('WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS');
@@ -331,17 +330,15 @@ describe('URL catalog sources are read with a byte limit (item 8)', () => {
     const server = new RawServer({ env: sb.env, cwd: sb.project });
     try {
       await server.initialize();
-      const started = Date.now();
       const res = await server.request(1, 'catalog_validate_openapi', {
         source: `http://127.0.0.1:${port}/huge.yaml`,
       });
-      const elapsed = Date.now() - started;
       await new Promise((r) => setTimeout(r, 100));
+      // Aborted early, witnessed by the bytes the endless server got to send (not by a wall clock).
       expect(sent).toBeLessThan(64 * 1024 * 1024);
       expect(res.error).toMatchObject({
         data: { details: expect.stringMatching(/larger than 5242880 bytes/) },
       });
-      expect(elapsed).toBeLessThan(5000);
       const status = `/proc/${server.child.pid}/status`;
       if (existsSync(status)) {
         const peakKb = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(status, 'utf8'))?.[1]);

@@ -542,10 +542,10 @@ describe('the dashboard switch and serve --http without authentication', () => {
     const since = /data-version="([^"]*)"/.exec(list.body)?.[1] ?? '';
     const events = await stream(p, `/dashboard/events?since=${encodeURIComponent(since)}`);
     const runs = await stream(p, '/dashboard/tasks/events?v=x');
-    const started = Date.now();
+    // Open event streams do not hold the exit: a server waiting on them would never exit (the test's
+    // timeout), and exit code 0 says the shutdown was the clean one, not a forced kill.
     open.kill('SIGTERM');
     expect(await open.exited).toEqual({ code: 0, signal: null });
-    expect(Date.now() - started).toBeLessThan(5000);
     await expect.poll(() => events.ended() && runs.ended()).toBe(true);
   });
 });

@@ -385,9 +385,8 @@ describe('workflowlookup dashboard', () => {
     stream.on('error', () => undefined);
     stream.end();
     await new Promise((r) => setTimeout(r, 200));
-    const stopping = Date.now();
+    // An open event stream does not hold the exit (else the test's timeout); 0 is the clean shutdown.
     expect(await dash.stop()).toBe(0);
-    expect(Date.now() - stopping).toBeLessThan(5000);
     dash = await startDashboard(sb);
   });
 });

@@ -9,8 +9,9 @@ type Json = Record<string, any>;
 
 /** Well past the old stall: `^(a+)+$` took 19 s at 28 characters with a backtracking RegExp. */
 const EVIL = `${'a'.repeat(30)}!`;
-/** An attack must be answered within this (the validation budget is 1 s). */
-const BOUND_MS = 5000;
+// How fast an attack is answered is a goal of bench/scenarios/hostile-inputs.mjs (each within 5 s; the
+// validation budget is 1 s), not a wall-clock assertion here: a hang still fails the test by its timeout,
+// and each answer says what the budget did ("not checked within 1000 ms").
 
 /** A schema whose check doubles per level: a40 runs a0 2^40 times on any string. */
 function exponentialSchema(levels = 40): Json {
@@ -31,12 +32,6 @@ let api: TasksApi;
 let client: Client;
 let closeClient: () => Promise<void>;
 const call = (name: string, args: Json) => callTool(client, name, args);
-
-async function timed<T>(f: () => Promise<T>): Promise<[T, number]> {
-  const started = performance.now();
-  const value = await f();
-  return [value, performance.now() - started];
-}
 
 const save = async (workflow: Json) => {
   const saved = await call('workflow_save', { content: JSON.stringify(workflow) });
@@ -97,66 +92,60 @@ afterAll(async () => {
 describe('schema and regex rules cannot stall the server', () => {
   it('workflow_validate answers pattern, patternProperties and uniqueItems attacks at once, correctly', async () => {
     const validate = (stepId: string, output: string) =>
-      timed(() => call('workflow_validate', { workflowId: 'stall-rules', stepId, output }));
-    const [pattern, t1] = await validate('pattern', JSON.stringify(EVIL));
+      call('workflow_validate', { workflowId: 'stall-rules', stepId, output });
+    const pattern = await validate('pattern', JSON.stringify(EVIL));
     expect(pattern.issues).toEqual(['Output must match the schema ((root) must match pattern "^(a+)+$")']);
-    expect((await validate('pattern', JSON.stringify('aaaa')))[0].valid).toBe(true);
-    const [props, t2] = await validate('pattern-props', JSON.stringify({ [EVIL]: 'x', aaa: 'y' }));
+    expect((await validate('pattern', JSON.stringify('aaaa'))).valid).toBe(true);
+    const props = await validate('pattern-props', JSON.stringify({ [EVIL]: 'x', aaa: 'y' }));
     expect(props.issues).toEqual(['Output must match the schema (/aaa must be number)']);
     const items = Array.from({ length: 30_000 }, (_, i) => ({ id: i, tags: ['x'] }));
-    const [unique, t3] = await validate('unique', JSON.stringify(items));
+    const unique = await validate('unique', JSON.stringify(items));
     expect(unique.valid).toBe(true);
-    const [dupes, t4] = await validate('unique', JSON.stringify([...items, { tags: ['x'], id: 29_999 }]));
+    const dupes = await validate('unique', JSON.stringify([...items, { tags: ['x'], id: 29_999 }]));
     expect(dupes.issues[0]).toContain(
       'must NOT have duplicate items (items ## 29999 and 30000 are identical)',
     );
-    for (const t of [t1, t2, t3, t4]) expect(t).toBeLessThan(BOUND_MS);
   });
 
   it('fails a check that runs over the 1 s budget, and keeps serving', async () => {
-    const [slow, t1] = await timed(() =>
-      call('workflow_validate', { workflowId: 'stall-rules', stepId: 'exponential', output: '"x"' }),
-    );
+    const slow = await call('workflow_validate', {
+      workflowId: 'stall-rules',
+      stepId: 'exponential',
+      output: '"x"',
+    });
     expect(slow).toMatchObject({ valid: false });
     expect(slow.issues).toEqual([
       'Output must match the schema (not checked within 1000 ms: the output or the rule is too complex)',
     ]);
-    const [regex, t2] = await timed(() =>
-      call('workflow_validate', {
-        workflowId: 'stall-rules',
-        stepId: 'slow-regex',
-        output: 'hello world '.repeat(80_000),
-      }),
-    );
+    const regex = await call('workflow_validate', {
+      workflowId: 'stall-rules',
+      stepId: 'slow-regex',
+      output: 'hello world '.repeat(80_000),
+    });
     expect(regex.issues[0]).toMatch(/^Needs a z \(not checked within 1000 ms/);
-    for (const t of [t1, t2]) expect(t).toBeLessThan(BOUND_MS);
-    const [list, t3] = await timed(() => call('workflow_list', {}));
+    const list = await call('workflow_list', {});
     expect(list.workflows.length).toBeGreaterThan(0);
-    expect(t3).toBeLessThan(BOUND_MS);
   });
 
   it('also through workflow_validate_manifest: a schema that compiles forever is reported, not waited for', async () => {
-    const [res, took] = await timed(() =>
-      call('workflow_validate_manifest', {
-        content: JSON.stringify({
-          id: 'slow-manifest',
-          name: 'n',
-          description: 'd',
-          version: '1.0.0',
-          steps: [
-            {
-              id: 'one',
-              title: 't',
-              prompt: 'p',
-              validationCriteria: [schemaRule({ type: 'string', pattern: '(?=x)' })],
-            },
-          ],
-        }),
+    const res = await call('workflow_validate_manifest', {
+      content: JSON.stringify({
+        id: 'slow-manifest',
+        name: 'n',
+        description: 'd',
+        version: '1.0.0',
+        steps: [
+          {
+            id: 'one',
+            title: 't',
+            prompt: 'p',
+            validationCriteria: [schemaRule({ type: 'string', pattern: '(?=x)' })],
+          },
+        ],
       }),
-    );
+    });
     expect(res.valid).toBe(false);
     expect(res.violations[0].message).toMatch(/not RE2 syntax/);
-    expect(took).toBeLessThan(BOUND_MS);
   });
 
   it('workflow_next_step rejects within the budget and mints a fresh token', async () => {
@@ -176,23 +165,22 @@ describe('schema and regex rules cannot stall the server', () => {
       ],
     });
     const started = await call('workflow_start', { workflow_name: 'stall-durable' });
-    const [rejected, t1] = await timed(() =>
-      call('workflow_next_step', { token: tokenOf(started), output: { summary: JSON.stringify(EVIL) } }),
-    );
+    const rejected = await call('workflow_next_step', {
+      token: tokenOf(started),
+      output: { summary: JSON.stringify(EVIL) },
+    });
     expect(rejected.validation.issues[0]).toMatch(/must match pattern/);
-    const [accepted, t2] = await timed(() =>
-      call('workflow_next_step', { token: tokenOf(rejected), output: { summary: '"aaaa"' } }),
-    );
+    const accepted = await call('workflow_next_step', {
+      token: tokenOf(rejected),
+      output: { summary: '"aaaa"' },
+    });
     expect(accepted.step_name).toBe('exponential');
-    const [slow, t3] = await timed(() =>
-      call('workflow_next_step', { token: tokenOf(accepted), output: { summary: '"x"' } }),
-    );
+    const slow = await call('workflow_next_step', { token: tokenOf(accepted), output: { summary: '"x"' } });
     expect(slow.validation).toMatchObject({
       valid: false,
       issues: [expect.stringMatching(/not checked within/)],
     });
     expect(tokenOf(slow)).toEqual(expect.any(String));
-    for (const t of [t1, t2, t3]) expect(t).toBeLessThan(BOUND_MS);
   });
 
   it('checks output_contract on API responses with RE2 and within the budget', async () => {
@@ -225,17 +213,18 @@ describe('schema and regex rules cannot stall the server', () => {
         properties: { title: { $ref: '#/$defs/a40' } },
       }),
     );
-    const [pattern, t1] = await timed(() =>
-      call('workflow_start', { workflow_name: 'contract-pattern', inputs: { title: EVIL } }),
-    );
+    const pattern = await call('workflow_start', {
+      workflow_name: 'contract-pattern',
+      inputs: { title: EVIL },
+    });
     expect(pattern.error.data).toMatchObject({ error_code: 'COMMAND_FAILED', reason: 'output_contract' });
     expect(pattern.error.data.message).toContain('/title must match pattern');
-    const [exponential, t2] = await timed(() =>
-      call('workflow_start', { workflow_name: 'contract-exponential', inputs: { title: 'x' } }),
-    );
+    const exponential = await call('workflow_start', {
+      workflow_name: 'contract-exponential',
+      inputs: { title: 'x' },
+    });
     expect(exponential.error.data).toMatchObject({ reason: 'output_contract' });
     expect(exponential.error.data.message).toContain('not checked within 1000 ms');
-    for (const t of [t1, t2]) expect(t).toBeLessThan(BOUND_MS);
   });
 });
 

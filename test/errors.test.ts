@@ -3,12 +3,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_TABLE } from '../src/protocol/error-mapping.js';
 import { makeReadOnly, SMALL_FILES_ONLY } from './helpers/fs-faults.js';
+import { InProcessRaw } from './helpers/in-process-raw.js';
 import { FIXTURES, RawServer, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
 type Json = Record<string, any>;
 
 let sb: Sandbox;
-let server: RawServer;
+/** In-process by default; the full-volume case below is a process (a shell's file size limit). */
+type Raw = RawServer | InProcessRaw;
+let server: Raw;
 let ids = 0;
 
 beforeAll(async () => {
@@ -16,7 +19,7 @@ beforeAll(async () => {
   cpSync(join(FIXTURES, 'valid'), sb.runtime, { recursive: true });
   cpSync(join(FIXTURES, 'invalid', 'broken-schema.yaml'), join(sb.runtime, 'broken-schema.yaml'));
   sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
-  server = new RawServer({ env: sb.env, cwd: sb.project });
+  server = new InProcessRaw({ env: sb.env, cwd: sb.project });
   await server.initialize();
 });
 
@@ -25,7 +28,7 @@ afterAll(() => {
   sb.cleanup();
 });
 
-async function rpc(method: string, params: Json, s: RawServer = server): Promise<Json> {
+async function rpc(method: string, params: Json, s: Raw = server): Promise<Json> {
   const res = await s.request(`e${ids++}`, method, params);
   return res.error ? { error: res.error } : (res.result as Json);
 }
@@ -36,8 +39,8 @@ const yaml = (id: string, version = '1.0.0') =>
 describe('structured errors (seed 003 §10)', () => {
   it('every error_code in the table is reachable through the protocol, with all §10 fields', async () => {
     const seen = new Map<string, Json>();
-    const answeredBy = new Map<string, RawServer>();
-    const expectError = async (method: string, params: Json, s: RawServer = server) => {
+    const answeredBy = new Map<string, Raw>();
+    const expectError = async (method: string, params: Json, s: Raw = server) => {
       const res = await rpc(method, params, s);
       expect(res.error, `${method} ${JSON.stringify(params)}`).toBeDefined();
       seen.set(res.error.data.error_code, res.error);
@@ -122,7 +125,7 @@ describe('structured errors (seed 003 §10)', () => {
     await expectError('tasks/result', { taskId: waiting.task.taskId });
 
     // A client that refuses the sampling request a repair sends it.
-    const sampler = new RawServer({ env: sb.env, cwd: sb.project });
+    const sampler = new InProcessRaw({ env: sb.env, cwd: sb.project });
     try {
       await sampler.request('init', 'initialize', {
         protocolVersion: '2025-11-25',
@@ -159,7 +162,7 @@ describe('structured errors (seed 003 §10)', () => {
     // A data dir that cannot be created: the execution store cannot open.
     const blocked = sandbox();
     writeFileSync(join(blocked.root, 'not-a-dir'), 'x');
-    const storageless = new RawServer({
+    const storageless = new InProcessRaw({
       env: { ...blocked.env, WORKFLOWLOOKUP_DATA_DIR: join(blocked.root, 'not-a-dir', 'data') },
       cwd: blocked.project,
     });
@@ -174,7 +177,7 @@ describe('structured errors (seed 003 §10)', () => {
     // A runtime dir the server cannot write: a specific error, not -32603.
     const readOnly = sandbox();
     const undo = makeReadOnly(readOnly.runtime);
-    const locked = new RawServer({ env: readOnly.env, cwd: readOnly.project });
+    const locked = new InProcessRaw({ env: readOnly.env, cwd: readOnly.project });
     try {
       await locked.initialize();
       if (undo) await expectError('workflow_save', { content: yaml('locked-out') }, locked);

@@ -2,15 +2,8 @@ import { cpSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  callTool,
-  connectClient,
-  FIXTURES,
-  RawServer,
-  type Sandbox,
-  sandbox,
-  tokenOf,
-} from './helpers/server.js';
+import { InProcessRaw } from './helpers/in-process-raw.js';
+import { callTool, connectClient, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
 type Json = Record<string, any>;
 
@@ -438,7 +431,7 @@ describe('tokens expire', () => {
     const local = sandbox({ WORKFLOWLOOKUP_TOKEN_TTL_SECONDS: '1' });
     cpSync(join(FIXTURES, 'valid'), local.runtime, { recursive: true });
     local.env.WORKFLOWLOOKUP_DATA_DIR = join(local.root, 'data');
-    const raw = new RawServer({ env: local.env, cwd: local.project });
+    const raw = new InProcessRaw({ env: local.env, cwd: local.project });
     try {
       await raw.initialize();
       const started = (await raw.request(2, 'workflow_start', { workflow_name: 'durable-demo' }))

@@ -2,14 +2,15 @@ import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectClient, FIXTURES, RawServer, type Sandbox, sandbox } from './helpers/server.js';
+import { InProcessRaw } from './helpers/in-process-raw.js';
+import { connectClient, FIXTURES, type Sandbox, sandbox } from './helpers/server.js';
 
 type Json = Record<string, any>;
 
 let sb: Sandbox;
 let client: Client;
 let closeClient: () => Promise<void>;
-let raw: RawServer;
+let raw: InProcessRaw;
 let nextId = 1;
 
 beforeAll(async () => {
@@ -21,7 +22,7 @@ beforeAll(async () => {
     join(sb.runtime, 'unevaluable-criteria.json'),
   );
   ({ client, close: closeClient } = await connectClient(sb));
-  raw = new RawServer({ env: sb.env, cwd: sb.project });
+  raw = new InProcessRaw({ env: sb.env, cwd: sb.project });
   await raw.initialize();
 });
 
@@ -400,10 +401,10 @@ describe('workflow_validate', () => {
   });
 
   it('regex evaluation is linear: a catastrophic pattern answers at once', async () => {
-    const started = Date.now();
+    // With a backtracking engine this input takes longer than the universe has left (the test's timeout
+    // catches it); how fast RE2 answers is bench/scenarios/hostile-inputs.mjs's goal.
     const res = await validate('redos-step', `${'a'.repeat(50_000)}b`);
     expect(res.valid).toBe(false);
-    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('length counts characters', async () => {

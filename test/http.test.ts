@@ -7,6 +7,7 @@ type Key = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HttpServer, httpClient, type Json, post, startHttpServer } from './helpers/http-server.js';
+import { inProcessHttp } from './helpers/in-process-http.js';
 import { CLI, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 import { TasksApi, TOKEN } from './helpers/tasks-api.js';
 
@@ -17,7 +18,9 @@ const INIT = {
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
 };
 
-const servers: HttpServer[] = [];
+/** A served app: in-process by default, or the spawned `serve --http` where the process matters. */
+type Served = { url: string; kill(signal?: string): void };
+const servers: Served[] = [];
 let sb: Sandbox;
 beforeAll(() => {
   sb = sandbox();
@@ -28,8 +31,17 @@ afterAll(() => {
   sb.cleanup();
 });
 
-async function server(env: Record<string, string> = {}, args: string[] = []): Promise<HttpServer> {
-  const s = await startHttpServer(sb, env, args);
+/** `serve --http` built in-process (test/helpers/in-process-http.ts): a real HTTP server on 127.0.0.1. */
+async function server(env: Record<string, string> = {}): Promise<Served> {
+  const http = await inProcessHttp(sb, env);
+  const s = { url: http.url, kill: () => void http.close() };
+  servers.push(s);
+  return s;
+}
+
+/** The spawned `serve --http`, for what only a process shows (its exit on SIGTERM). */
+async function processServer(env: Record<string, string> = {}): Promise<HttpServer> {
+  const s = await startHttpServer(sb, env);
   servers.push(s);
   return s;
 }
@@ -200,7 +212,7 @@ describe('safe by default', () => {
 });
 
 describe('authentication: static tokens', () => {
-  let s: HttpServer;
+  let s: Served;
   let alice: string;
   let bob: string;
   let reader: string;
@@ -337,7 +349,7 @@ describe('authentication: static tokens', () => {
 });
 
 describe('authentication: JWT', () => {
-  let s: HttpServer;
+  let s: Served;
   let sign: (claims: Json, options?: { key?: Key; exp?: number | string; kid?: string }) => Promise<string>;
 
   beforeAll(async () => {
@@ -426,7 +438,8 @@ describe('graceful shutdown', () => {
         WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
         WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${api.port}`,
       };
-      const s = await server(env);
+      // SIGTERM while a request waits on the network, then the exit code: a process.
+      const s = await processServer(env);
       const raw = await session(s.url);
       expect(
         (

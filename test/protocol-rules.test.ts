@@ -187,17 +187,14 @@ describe('a request waiting on the network does not hold back later ones', () =>
     s.send({ jsonrpc: '2.0', id: 'slow', method: 'workflow_start', params: { workflow_name: 'slow-call' } });
     // Give the start time to reach the API, then ask quick questions behind it.
     await new Promise((r) => setTimeout(r, 300));
-    const askedAt = Date.now();
     s.send({ jsonrpc: '2.0', id: 'p1', method: 'ping' });
     s.send({ jsonrpc: '2.0', id: 'l1', method: 'workflow_list' });
     s.send({ jsonrpc: '2.0', id: 'p2', method: 'ping' });
-    await waitFor(s, (all) => all.some((a) => a.id === 'p2'));
-    const quickAt = Date.now();
     await waitFor(s, (all) => all.some((a) => a.id === 'slow'));
     const answers = answersSince(s, from);
+    // The quick ones were answered before the slow one, sent first: they did not wait behind it.
     expect(answers.map((a) => a.id)).toEqual(['p1', 'l1', 'p2', 'slow']);
-    // Generous bounds (2 cores shared with other tests); `npm run bench` reports the real latency.
-    expect(quickAt - askedAt).toBeLessThan(1000);
+    // A lower bound (the fixture's API really made the start wait 2 s), which a loaded machine cannot break.
     expect(Date.now() - sentAt).toBeGreaterThanOrEqual(2000);
     expect(answers[3]?.result).toMatchObject({ workflow_state: 'running', step_name: 'review' });
   });

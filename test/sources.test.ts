@@ -1,6 +1,7 @@
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { InProcessRaw } from './helpers/in-process-raw.js';
 import { RawServer, type Sandbox, sandbox } from './helpers/server.js';
 
 type Json = Record<string, any>;
@@ -17,15 +18,21 @@ function definition(id: string, name: string, extra: Json = {}): string {
 }
 
 let sb: Sandbox;
-let server: RawServer | undefined;
+let server: RawServer | InProcessRaw | undefined;
 afterEach(() => {
   server?.kill();
   server = undefined;
   sb?.cleanup();
 });
 
-async function listFrom(env: Json = {}, args: string[] = []): Promise<Json> {
-  server = new RawServer({ env: { ...sb.env, ...env }, cwd: sb.project, args });
+/**
+ * A server's workflow_list. Spawned when given `serve` flags (the flags are what is tested) or asked to
+ * (`process`: the user dir is under the process's HOME, which an in-process app does not have); else
+ * in-process.
+ */
+async function listFrom(env: Json = {}, args: string[] = [], process = false): Promise<Json> {
+  const options = { env: { ...sb.env, ...env }, cwd: sb.project };
+  server = args.length > 0 || process ? new RawServer({ ...options, args }) : new InProcessRaw(options);
   await server.initialize();
   return (await server.request('list', 'workflow_list', {})).result as Json;
 }
@@ -49,7 +56,7 @@ describe('workflow sources', () => {
     writeFileSync(join(storageB, 's.json'), definition('layered-two', 'from storage b'));
     writeFileSync(join(storageB, 't.json'), definition('layered-three', 'from storage b'));
     writeFileSync(join(sb.runtime, 'r.json'), definition('layered-three', 'from runtime'));
-    const res = await listFrom({ WORKFLOW_STORAGE_PATH: [storageA, storageB].join(delimiter) });
+    const res = await listFrom({ WORKFLOW_STORAGE_PATH: [storageA, storageB].join(delimiter) }, [], true);
     const names = Object.fromEntries(res.workflows.map((w: Json) => [w.id, w.name]));
     expect(names['ai-task-implementation']).toBe('from user');
     expect(names['layered-one']).toBe('from project');
@@ -81,7 +88,7 @@ describe('workflow sources', () => {
     writeFileSync(join(sb.runtime, 'dup-b.json'), definition('dupe-flow', 'second'));
     writeFileSync(join(sb.runtime, 'huge.json'), ' '.repeat(1024 * 1024 + 1));
     writeFileSync(join(sb.runtime, 'notes.txt'), 'ignored');
-    const res = await listFrom({}, ['--no-bundled']);
+    const res = await listFrom({ WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false' });
     expect(res.workflows.map((w: Json) => w.id)).toEqual(['dupe-flow', 'good-one']);
     expect(res.workflows.find((w: Json) => w.id === 'dupe-flow').name).toBe('first');
     const broken = Object.fromEntries(res.broken.map((b: Json) => [b.file.split('/').pop(), b]));
@@ -102,7 +109,7 @@ describe('workflow sources', () => {
   it('a broken override shadows the valid definition it overrides', async () => {
     sb = sandbox();
     writeFileSync(join(sb.runtime, 'ai.json'), JSON.stringify({ id: 'ai-task-implementation', name: 'x' }));
-    server = new RawServer({ env: sb.env, cwd: sb.project });
+    server = new InProcessRaw({ env: sb.env, cwd: sb.project });
     await server.initialize();
     const res = await server.request(2, 'workflow_get', { id: 'ai-task-implementation' });
     expect((res.error as Json).code).toBe(-32002);
@@ -111,11 +118,14 @@ describe('workflow sources', () => {
 
   it('picks up added, changed, renamed and deleted files without a restart', async () => {
     sb = sandbox();
-    server = new RawServer({ env: sb.env, cwd: sb.project, args: ['--no-bundled'] });
+    server = new InProcessRaw({
+      env: { ...sb.env, WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false' },
+      cwd: sb.project,
+    });
     await server.initialize();
     let n = 0;
     const ids = async () =>
-      ((await (server as RawServer).request(`l${n++}`, 'workflow_list', {})).result as Json).workflows;
+      ((await (server as InProcessRaw).request(`l${n++}`, 'workflow_list', {})).result as Json).workflows;
     const eventually = async (check: (ws: Json[]) => boolean) => {
       for (let i = 0; i < 100; i++) {
         const ws = await ids();
@@ -158,14 +168,14 @@ describe('subfolders of a source', () => {
     writeFileSync(join(outside, 'o.json'), definition('outside-flow', 'outside'));
     symlinkSync(outside, join(library, 'linked'));
     writeFileSync(join(sb.runtime, 'nested', 'n.json'), definition('runtime-nested', 'nested in runtime'));
-    const res = await listFrom({ WORKFLOW_STORAGE_PATH: library }, ['--no-bundled']);
+    const res = await listFrom({ WORKFLOW_STORAGE_PATH: library, WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false' });
     expect(res.workflows.map((w: Json) => w.id).sort()).toEqual([
       'batch-example',
       'wr.routine-review',
       'wr.top',
     ]);
     expect(res.broken).toEqual([]);
-    const got = (await (server as RawServer).request('g', 'workflow_get', { id: 'wr.routine-review' }))
+    const got = (await (server as InProcessRaw).request('g', 'workflow_get', { id: 'wr.routine-review' }))
       .result as Json;
     expect(got.name).toBe('a routine');
 
@@ -174,7 +184,7 @@ describe('subfolders of a source', () => {
     let ids: string[] = [];
     for (let i = 0; i < 100 && !ids.includes('wr.routine-later'); i++) {
       await new Promise((r) => setTimeout(r, 50));
-      const list = (await (server as RawServer).request(`l${i}`, 'workflow_list', {})).result as Json;
+      const list = (await (server as InProcessRaw).request(`l${i}`, 'workflow_list', {})).result as Json;
       ids = list.workflows.map((w: Json) => w.id);
     }
     expect(ids).toContain('wr.routine-later');
@@ -205,7 +215,10 @@ describe('what a source may not do', () => {
     writeFileSync(join(outside, 'evil.md'), `---\nname: evil\ndescription: ${SECRET}\n---\n${SECRET}\n`);
     symlinkSync(join(outside, 'evil.md'), join(sb.root, 'agents', 'evil.md'));
 
-    server = new RawServer({ env: sb.env, cwd: sb.project, args: ['--no-bundled'] });
+    server = new InProcessRaw({
+      env: { ...sb.env, WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false' },
+      cwd: sb.project,
+    });
     await server.initialize();
     const list = (await server.request('l', 'workflow_list', {})).result as Json;
     expect(list.workflows.map((w: Json) => w.id)).toEqual(['inside-flow']);
@@ -247,7 +260,7 @@ describe('what a source may not do', () => {
     );
     writeFileSync(join(sb.runtime, 'secret.json'), `${SECRET}\n`);
     writeFileSync(join(sb.runtime, 'hex.yaml'), `${'c0ffee'.repeat(10)}\n`);
-    const res = await listFrom({}, ['--no-bundled']);
+    const res = await listFrom({ WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false' });
     expect(res.broken.map((b: Json) => b.violations[0].rule).sort()).toEqual(['syntax', 'type', 'type']);
     expect(JSON.stringify(res)).not.toContain(SECRET);
     expect(JSON.stringify(res)).not.toContain('c0ffee');
@@ -262,7 +275,7 @@ describe('what a source may not do', () => {
     });
     writeFileSync(join(project, 'leaks.json'), definition('leaky-flow', 'Leaks', prompt('API_SECRET')));
     writeFileSync(join(project, 'fine.json'), definition('fine-flow', 'Fine', prompt('RELEASE_NAME')));
-    const res = await listFrom({}, ['--no-bundled']);
+    const res = await listFrom({ WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false' });
     expect(res.workflows.map((w: Json) => w.id)).toEqual(['fine-flow']);
     expect(res.broken).toEqual([
       expect.objectContaining({
@@ -273,16 +286,16 @@ describe('what a source may not do', () => {
         ],
       }),
     ]);
-    const next = await (server as RawServer).request('n', 'workflow_next', {
+    const next = await (server as InProcessRaw).request('n', 'workflow_next', {
       workflowId: 'leaky-flow',
       completedSteps: [],
     });
     expect((next.error as Json).code).toBe(-32002);
-    const fine = await (server as RawServer).request('f', 'workflow_next', {
+    const fine = await (server as InProcessRaw).request('f', 'workflow_next', {
       workflowId: 'fine-flow',
       completedSteps: [],
     });
     expect(JSON.stringify(fine.result)).toContain('Use v9');
-    expect((server as RawServer).lines.join('\n')).not.toContain(SECRET);
+    expect((server as InProcessRaw).lines.join('\n')).not.toContain(SECRET);
   });
 });

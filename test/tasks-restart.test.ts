@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Sandbox, sandbox } from './helpers/server.js';
+import { type RawServer, type Sandbox, sandbox } from './helpers/server.js';
 import { apiEnv, lines, setUpWorkflows, TaskClient } from './helpers/tasks.js';
 import { TasksApi } from './helpers/tasks-api.js';
 
@@ -37,7 +37,8 @@ afterAll(async () => {
 });
 
 async function client(capabilities: Json = {}) {
-  const c = await TaskClient.start(sb, env, capabilities);
+  // Killed and restarted: a process.
+  const c = await TaskClient.start(sb, env, capabilities, undefined, { process: true });
   clients.push(c);
   return c;
 }
@@ -69,7 +70,7 @@ describe('restart safety: tasks and runs live in the store', () => {
     const runId = created.result._meta['workflowlookup/run'].run_id;
     await until(() => api.requests.slice(before).some((r) => r.url.endsWith('/tasks/slow')), 'the slow call');
     first.server.kill();
-    await first.server.exited;
+    await (first.server as RawServer).exited;
 
     const second = await client();
     // The task is still there: the restarted server answers for it at once, then resumes the run.
@@ -107,7 +108,7 @@ describe('restart safety: tasks and runs live in the store', () => {
     // The client never answers the sampling request; the server dies waiting for it.
     await first.waitFor((m) => m.method === 'sampling/createMessage');
     first.server.kill();
-    await first.server.exited;
+    await (first.server as RawServer).exited;
 
     const second = await client();
     const failed = await second.poll(taskId, (t) => t.status === 'failed', undefined, 20_000);

@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { callTool, connectClient, FIXTURES, RawServer, type Sandbox, sandbox } from './helpers/server.js';
+import { InProcessRaw } from './helpers/in-process-raw.js';
+import { callTool, connectClient, FIXTURES, type Sandbox, sandbox } from './helpers/server.js';
 
 type Json = Record<string, any>;
 
@@ -64,7 +65,7 @@ describe('workflow_list', () => {
         }),
       );
     }
-    const server = new RawServer({ env: sb.env, cwd: sb.project });
+    const server = new InProcessRaw({ env: sb.env, cwd: sb.project });
     try {
       await server.initialize();
       // Seed 001: a direct call without arguments answers {workflows: [...]} with every workflow.

@@ -106,12 +106,11 @@ describe('readSource', () => {
 
   it('streams a URL answer and stops at the size limit instead of reading it whole', async () => {
     sent = 0;
-    const started = Date.now();
     expect(await details(readSource(`http://127.0.0.1:${port}/huge.yaml`, 'url', allowed()))).toMatch(
       /larger than 5242880 bytes/,
     );
-    expect(Date.now() - started).toBeLessThan(5000);
     await new Promise((r) => setTimeout(r, 100));
+    // Stopped early, witnessed by the bytes the endless server got to send (not by a wall clock).
     expect(sent).toBeLessThan(64 * 1024 * 1024);
   });
 });

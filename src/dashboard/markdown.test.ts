@@ -35,11 +35,11 @@ describe('renderMarkdown', () => {
     expect(out).toContain('<code>&lt;/code&gt;&lt;script&gt;</code>');
   });
 
+  // Quadratic or worse on these sizes runs past the test's timeout, which is the bound; no wall-clock
+  // assertion (a loaded machine made a 5 s one fail).
   it('renders hostile input in linear time', () => {
-    const started = Date.now();
     md(`${'*a'.repeat(50_000)}\n${'['.repeat(50_000)}\n${'_ '.repeat(50_000)}\n${'> '.repeat(10_000)}x`);
     md('`'.repeat(100_000));
-    expect(Date.now() - started).toBeLessThan(5000);
   });
 });
 

@@ -47,12 +47,12 @@ describe('Redactor', () => {
     );
   });
 
+  // Quadratic or worse on these sizes runs past the test's timeout, which is the bound; no wall-clock
+  // assertion (a loaded machine made a 5 s one fail).
   it('scans hostile text in linear time', () => {
-    const started = Date.now();
     r.text('eyJ'.repeat(300_000));
     r.text(`eyJ${'a'.repeat(1_000_000)}`);
     r.text(`${'eyJaaaaaaaaaaaa.'.repeat(50_000)}`);
-    expect(Date.now() - started).toBeLessThan(5000);
   });
   it('hides a secret in the forms the catalog scrubber knows: base64 at any alignment, URL-encoded', () => {
     const secret = 'catalog-api-token-0123456789';

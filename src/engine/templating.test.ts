@@ -138,13 +138,12 @@ describe('prompt rendering', () => {
 
 describe('robustness', () => {
   it('scans templates in linear time', () => {
-    // A backtracking regex took minutes on the first, seconds on the second.
+    // A backtracking regex took minutes on the first, seconds on the second: the test's timeout is the
+    // bound (no wall-clock assertion, which a loaded machine broke).
     for (const text of [`\${{${' '.repeat(200_000)}`, '${{ '.repeat(100_000), '{{ '.repeat(100_000)]) {
-      const started = performance.now();
       expect(render(text, scope)).toBe(text);
       expect(expressionsIn(text)).toEqual([]);
       renderPrompt(text, scope, promptBudget());
-      expect(performance.now() - started).toBeLessThan(5000);
     }
   });
 

@@ -26,7 +26,7 @@ function exponentialSchema(levels = 40): Record<string, unknown> {
   return { $defs: defs, $ref: `#/$defs/a${levels}` };
 }
 
-/** Runs `f` and returns how long it took, in ms. */
+/** Runs `f` and returns how long it took, in ms (only for the one bound no answer can witness). */
 function timed<T>(f: () => T): [T, number] {
   const started = performance.now();
   const value = f();
@@ -115,28 +115,28 @@ describe('rules', () => {
 describe('no schema, pattern or output stalls the server', () => {
   it('matches schema patterns and patternProperties in linear time (RE2)', () => {
     const evil = JSON.stringify(`${'a'.repeat(5000)}!`);
-    const [pattern, t1] = timed(() =>
-      engine.validate(schemaRule({ type: 'string', pattern: '^(a+)+$' }), evil, {}),
-    );
+    // Each answer is the checked verdict, not "not checked within 1000 ms": both ran to the end inside
+    // the budget (a backtracking engine never would), which no wall clock needs to confirm.
+    const pattern = engine.validate(schemaRule({ type: 'string', pattern: '^(a+)+$' }), evil, {});
     expect(pattern.issues[0]).toMatch(/must match pattern/);
-    const [props, t2] = timed(() =>
-      engine.validate(
-        schemaRule({ type: 'object', patternProperties: { '^(a+)+$': { type: 'number' } } }),
-        JSON.stringify({ [`${'a'.repeat(5000)}!`]: 'x', aaaa: 'not a number' }),
-        {},
-      ),
+    const props = engine.validate(
+      schemaRule({ type: 'object', patternProperties: { '^(a+)+$': { type: 'number' } } }),
+      JSON.stringify({ [`${'a'.repeat(5000)}!`]: 'x', aaaa: 'not a number' }),
+      {},
     );
     expect(props.issues[0]).toMatch(/must be number/);
-    expect(t1 + t2).toBeLessThan(VALIDATION_BUDGET_MS);
+    for (const issue of [...pattern.issues, ...props.issues]) expect(issue).not.toMatch(/not checked within/);
   });
 
   it('checks uniqueItems over 30,000 objects in linear time, and still finds duplicates', () => {
     const items = Array.from({ length: 30_000 }, (_, i) => ({ i, tags: ['a', { b: i }] }));
-    const [unique, took] = timed(() =>
-      engine.validate(schemaRule({ type: 'array', uniqueItems: true }), JSON.stringify(items), {}),
+    // Valid means checked to the end within the budget (over it, the answer is "not checked").
+    const unique = engine.validate(
+      schemaRule({ type: 'array', uniqueItems: true }),
+      JSON.stringify(items),
+      {},
     );
     expect(unique.valid).toBe(true);
-    expect(took).toBeLessThan(VALIDATION_BUDGET_MS);
     const duplicated = [...items, { tags: ['a', { b: 7 }], i: 7 }];
     expect(
       engine.validate(schemaRule({ type: 'array', uniqueItems: true }), JSON.stringify(duplicated), {})
@@ -149,24 +149,22 @@ describe('no schema, pattern or output stalls the server', () => {
   });
 
   it('stops a check that runs over the budget and fails it instead of stalling', () => {
-    const [slowSchema, t1] = timed(() => engine.validate(schemaRule(exponentialSchema()), '"x"', {}));
+    // Each answer says the budget cut the check; a stall would fail by the test's timeout.
+    const slowSchema = engine.validate(schemaRule(exponentialSchema()), '"x"', {});
     expect(slowSchema).toMatchObject({ valid: false });
     expect(slowSchema.issues[0]).toMatch(/not checked within 1000 ms/);
     // RE2 is linear, but this pattern over a megabyte still takes seconds.
-    const [slowRegex, t2] = timed(() =>
-      engine.validate(
-        [
-          { type: 'regex', pattern: '(?i)(\\w+\\s*){50}z', message: 'needs z' },
-          { type: 'contains', value: 'hello', message: 'says hello' },
-        ],
-        'hello world '.repeat(80_000),
-        {},
-      ),
+    const slowRegex = engine.validate(
+      [
+        { type: 'regex', pattern: '(?i)(\\w+\\s*){50}z', message: 'needs z' },
+        { type: 'contains', value: 'hello', message: 'says hello' },
+      ],
+      'hello world '.repeat(80_000),
+      {},
     );
     expect(slowRegex.issues).toEqual([expect.stringMatching(/^needs z \(not checked within/)]);
-    const [contract, t3] = timed(() => engine.schemaErrors(exponentialSchema(), 'x'));
+    const contract = engine.schemaErrors(exponentialSchema(), 'x');
     expect(contract).toEqual([expect.stringMatching(/not checked within/)]);
-    for (const t of [t1, t2, t3]) expect(t).toBeLessThan(5000);
     // The worker was replaced; checks go on.
     expect(engine.validate(schemaRule({ type: 'string' }), '"fine"', {}).valid).toBe(true);
   });
@@ -179,7 +177,9 @@ describe('no schema, pattern or output stalls the server', () => {
     }));
     const [result, took] = timed(() => engine.validate(rules, '"x"', {}));
     expect(result.issues).toHaveLength(5);
-    expect(took).toBeLessThan(5000);
+    // The one bound no answer can witness (five budgets would give the same issues, in five times the
+    // time), so it stays, generous: four budgets' worth of slack over the one shared budget.
+    expect(took).toBeLessThan(5 * VALIDATION_BUDGET_MS);
   });
 
   it('keeps at most MAX_COMPILED compiled schemas, however many distinct ones it sees', () => {

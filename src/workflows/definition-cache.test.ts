@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { DefinitionCache, type FileStamp } from './definition-cache.js';
-import type { RegistryEntry } from './registry.js';
+import type { RegistryEntry } from './entry.js';
 
 let dir: string | undefined;
 afterEach(() => {

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { type Logger, silentLogger } from '../telemetry/log.js';
-import type { RegistryEntry } from './registry.js';
+import type { RegistryEntry } from './entry.js';
 
 /**
  * The id of the checker that produced cached verdicts: the build writes a hash of the sources and the

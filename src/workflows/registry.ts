@@ -5,10 +5,11 @@ import { didYouMean, nearestNames } from '../engine/nearest.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
 import { expandTemplateCalls, routineIdsOf } from '../engine/workrail.js';
 import type { Violation } from '../model/violation.js';
-import { DEFAULT_CATEGORY, type Workflow } from '../model/workflow.js';
+import { DEFAULT_CATEGORY } from '../model/workflow.js';
 import type { RuntimeDocumentStore } from '../store/runtime-documents.js';
 import { type CheckReport, checkDefinition, DEFINITION_LIMITS, oversize } from './check.js';
 import type { DefinitionCache, FileStamp } from './definition-cache.js';
+import type { BrokenWorkflow, LoadedWorkflow, RegistryEntry } from './entry.js';
 import { type DefinitionFormat, formatOf, isDefinitionFile } from './parse.js';
 import {
   listSourceEntries,
@@ -23,6 +24,9 @@ import type { ShippedDefinitions } from './shipped-definitions.js';
 import type { SourceKind, WorkflowSource } from './sources.js';
 import { DirectoryWatcher } from './watch.js';
 
+// The entry types live in entry.ts, which the definition cache shares without importing the registry.
+export type { BrokenWorkflow, LoadedWorkflow, RegistryEntry } from './entry.js';
+
 const UNREADABLE: Record<UnsafeFileError['reason'], string> = {
   outside: 'it links outside its source directory',
   'too-large': 'it is larger than 1 MiB',
@@ -36,21 +40,6 @@ export const MAX_DEFINITION_BYTES = DEFINITION_LIMITS.maxBytes;
 /** The version of a definition file: sha256 of its bytes (pins executions, guards saves). */
 export function contentVersion(bytes: string | Buffer): string {
   return createHash('sha256').update(bytes).digest('hex');
-}
-
-export interface LoadedWorkflow {
-  status: 'valid';
-  workflow: Workflow;
-  file: string;
-  source: SourceKind;
-  format: DefinitionFormat;
-  /** sha256 of the file bytes. */
-  hash: string;
-  /**
-   * What executions pin, when it is not the file: a definition whose templateCalls were expanded from
-   * installed routines is the file and those routines (sha256 of the expanded definition).
-   */
-  definitionHash?: string;
 }
 
 /** Which variant of a workflow a file is, by its name (WorkRail's `x.v2.json` beside `x.json`). */
@@ -70,16 +59,6 @@ function variantOf(file: string): VariantKind {
   if (name.includes('.agentic.')) return 'agentic';
   return 'standard';
 }
-
-export interface BrokenWorkflow {
-  status: 'broken';
-  file: string;
-  source: SourceKind;
-  id?: string;
-  violations: Violation[];
-}
-
-export type RegistryEntry = LoadedWorkflow | BrokenWorkflow;
 
 export interface WorkflowSummary {
   id: string;

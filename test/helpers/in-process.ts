@@ -1,5 +1,6 @@
 import type { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { type AppOptions, createApp } from '../../src/app.js';
 import { loadConfig, loadHttpSettings } from '../../src/config.js';
 import { channelOf } from '../../src/protocol/transport-channel.js';
@@ -20,11 +21,20 @@ async function wired(sb: Sandbox, env: Record<string, string>, options: AppOptio
     ...options,
   });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  const { rules, server } = connectProtocol(app, channelOf(serverSide), { kind: 'stream' });
+  // As the stdio entry does: the validation worker and the registry warm up once the client is in.
+  const connection = connectProtocol(app, channelOf(serverSide), {
+    kind: 'stream',
+    onInitialized: () => setImmediate(app.warmUp),
+  });
+  const { rules } = connection;
   return {
     app,
     clientSide,
-    connect: () => server().connect(rules),
+    // As the stdio entry serves: one SDK server per connection and era (2025 `initialize` or the
+    // 2026-07-28 per-request envelope), chosen by the SDK from the first message.
+    connect: async () => {
+      serveStdio((ctx) => connection.server(ctx.era), { transport: rules });
+    },
     close: async () => {
       await rules.close();
       await app.close();
@@ -91,8 +101,8 @@ export async function inProcessHttp(sb: Sandbox, env: Record<string, string> = {
  * the SDK's in-memory transport, with raw JSON-RPC messages in and out (serialized both ways, as on a
  * wire). For the bulk of protocol cases, without spawning a process per test.
  */
-export async function inProcess(sb: Sandbox, env: Record<string, string> = {}) {
-  const { clientSide, connect, close } = await wired(sb, env);
+export async function inProcess(sb: Sandbox, env: Record<string, string> = {}, options: AppOptions = {}) {
+  const { clientSide, connect, close } = await wired(sb, env, options);
   const answers: Json[] = [];
   const waiters: (() => void)[] = [];
   clientSide.onmessage = (message) => {

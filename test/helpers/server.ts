@@ -91,10 +91,15 @@ export class RawServer {
   }
 
   /** Waits until at least `count` lines arrived and returns them parsed (all must be JSON). */
-  async read(count: number, timeoutMs = 10_000): Promise<Record<string, unknown>[]> {
+  // A wait limit, not a speed assertion: generous, since a loaded machine may take seconds to start a
+  // server (the test's own timeout is 30 s).
+  async read(count: number, timeoutMs = 25_000): Promise<Record<string, unknown>[]> {
     const deadline = Date.now() + timeoutMs;
     while (this.lines.length < count) {
-      if (this.dead) throw new Error(`server exited before answering (${this.lines.length}/${count} lines)`);
+      if (this.dead)
+        throw new Error(
+          `server exited before answering (${this.lines.length}/${count} lines); stderr:\n${this.stderr.slice(-2000)}`,
+        );
       if (Date.now() > deadline) {
         throw new Error(
           `timed out waiting for ${count} lines; got ${this.lines.length}: ${this.lines.join('\n')}\n${this.stderr}`,
@@ -128,13 +133,20 @@ export class RawServer {
   }
 }
 
-/** A real SDK client connected to the built server over stdio. */
+/**
+ * A real SDK client connected to the server. By default in this process, through the same composition
+ * root, protocol rules and SDK server the stdio entry builds (test/helpers/in-process.ts): a test file
+ * pays no process start per client. `process: true` spawns `dist/cli.js` over stdio instead, for the
+ * few tests where the process itself is under test (stdio framing, start-up, exit).
+ */
 export async function connectClient(
   sb: Sandbox,
   options: {
     args?: string[];
     env?: Record<string, string>;
     pin?: string;
+    /** Spawn `dist/cli.js` and speak stdio to it instead of running the app in this process. */
+    process?: boolean;
     /** Declare elicitation and answer every elicitation/create with this. */
     elicit?: (message: string) => {
       action: 'accept' | 'decline' | 'cancel';
@@ -158,6 +170,19 @@ export async function connectClient(
   }
   const onChanged = options.onResourceListChanged;
   if (onChanged) client.setNotificationHandler('notifications/resources/list_changed', () => onChanged());
+  if (!options.process) {
+    const { inProcessClient } = await import('./in-process.js');
+    // Watching the sources, as the served process does (live reload, list_changed).
+    const { close } = await inProcessClient(
+      sb,
+      { ...(options.env ?? {}), ...envOfArgs(options.args) },
+      {
+        client,
+        app: { watch: true },
+      },
+    );
+    return { client, close };
+  }
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, ...(options.args ?? [])],
@@ -167,6 +192,18 @@ export async function connectClient(
   });
   await client.connect(transport);
   return { client, close: () => client.close() };
+}
+
+/** The env equivalent of the `serve` flags an in-process client is given (`--tools LIST`). */
+function envOfArgs(args: string[] = []): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === '--tools' && args[i + 1] !== undefined) env.WORKFLOWLOOKUP_TOOLS = args[++i] as string;
+    else if (arg.startsWith('--tools=')) env.WORKFLOWLOOKUP_TOOLS = arg.slice('--tools='.length);
+    else throw new Error(`connectClient: ${arg} has no in-process equivalent; pass process: true`);
+  }
+  return env;
 }
 
 /** Calls a tool through tools/call; a failure comes back as `{ error }` (the structured error payload). */

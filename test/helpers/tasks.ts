@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { InProcessRaw } from './in-process-raw.js';
 import { FIXTURES, RawServer, type Sandbox } from './server.js';
 import { type TasksApi, TOKEN } from './tasks-api.js';
 
@@ -26,15 +27,24 @@ export class TaskClient {
   private timer: NodeJS.Timeout | undefined;
   onRequest?: (method: string, params: Json) => Json | undefined;
 
-  constructor(readonly server: RawServer) {}
+  constructor(readonly server: RawServer | InProcessRaw) {}
 
+  /**
+   * A client of a server in this process (the stdio entry's wiring, test/helpers/in-process.ts), or with
+   * `process: true` of a spawned `dist/cli.js`, for the tests where the process matters (killed, restarted,
+   * end of input).
+   */
   static async start(
     sb: Sandbox,
     env: Record<string, string>,
     capabilities: Json = {},
     protocolVersion = '2025-11-25',
+    options: { process?: boolean } = {},
   ): Promise<TaskClient> {
-    const c = new TaskClient(new RawServer({ env: { ...sb.env, ...env }, cwd: sb.project }));
+    const serverOptions = { env: { ...sb.env, ...env }, cwd: sb.project };
+    const c = new TaskClient(
+      options.process ? new RawServer(serverOptions) : new InProcessRaw(serverOptions),
+    );
     if (protocolVersion !== '2026-07-28') {
       const init = await c.rpc('initialize', {
         protocolVersion,

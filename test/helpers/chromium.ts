@@ -1,0 +1,19 @@
+import { existsSync } from 'node:fs';
+
+/** The browser the browser suites drive (through playwright-core, which downloads nothing). */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+const HOW_TO_RUN = "install Debian's chromium (apt-get install -y chromium) or set CHROMIUM_PATH";
+
+/**
+ * Whether a browser suite can run. Without Chromium it is skipped with one line saying how to run it,
+ * except under CI (`CI=true`), where it must run: there a missing browser is an error.
+ */
+export function chromiumFor(suite: string): boolean {
+  if (existsSync(CHROMIUM)) return true;
+  const why = `${CHROMIUM} not found`;
+  if (process.env.CI === 'true')
+    throw new Error(`CI requires Chromium for the ${suite}: ${why}; ${HOW_TO_RUN}`);
+  process.stderr.write(`\n*** ${suite} SKIPPED: ${why}. To run it: ${HOW_TO_RUN}.\n`);
+  return false;
+}
