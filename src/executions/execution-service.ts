@@ -59,7 +59,7 @@ import { ExecutionQueries } from './execution-queries.js';
 export { ExecutionQueries };
 
 import { metrics } from '../telemetry/metrics.js';
-import { ATTR, annotate, inSpan, inSpanSync } from '../telemetry/trace.js';
+import { ATTR, annotate, inSpan, inSpanSync, spanEvent } from '../telemetry/trace.js';
 import { StepMachine } from './execution-steps.js';
 import type { TokenPayload, TokenService } from './tokens.js';
 
@@ -766,6 +766,13 @@ export class ExecutionService {
       approvers: record.approvers,
       expires_at: record.expires_at,
     });
+    // On the step's trace: which approval the output waits on (never the output or the prompt).
+    spanEvent('approval requested', {
+      [ATTR.approval]: record.approval_id,
+      [ATTR.execution]: exec.execution_id,
+      [ATTR.step]: step.id,
+      'workflowlookup.approval.approvers': record.approvers?.length ?? 0,
+    });
     return { ...this.awaitingOutcome(exec, record, verified), requested: true };
   }
 
@@ -840,6 +847,15 @@ export class ExecutionService {
       decided_at: decidedAt,
       ...(record.reason !== null ? { reason: record.reason } : {}),
     });
+    // Who decided is a principal (like enduser.id on requests); the reason is free text and stays out.
+    spanEvent('approval decided', {
+      [ATTR.approval]: record.approval_id,
+      [ATTR.execution]: exec.execution_id,
+      [ATTR.step]: record.step_name,
+      'workflowlookup.approval.decision': record.status,
+      'workflowlookup.approval.decided_via': record.decided_via ?? undefined,
+      [ATTR.principal]: how.decider.principal ?? undefined,
+    });
     const workflow = await machine.definition(exec, tx);
     const step = findPromptStep(workflow, record.step_name);
     const row = await tx.getStep(exec.execution_id, record.seq);
@@ -911,6 +927,24 @@ export class ExecutionService {
    * owner; the operator on the host may decide any.
    */
   async decide(
+    executionId: string,
+    decision: 'approve' | 'reject',
+    decider: Decider,
+    reason?: string,
+  ): Promise<{ approval: ApprovalView; state: string }> {
+    return inSpan(
+      'approval decision',
+      {
+        [ATTR.execution]: executionId,
+        [ATTR.principal]: decider.principal ?? undefined,
+        'workflowlookup.approval.decision': decision,
+        'workflowlookup.approval.decided_via': decider.via,
+      },
+      () => this.decideUntraced(executionId, decision, decider, reason),
+    );
+  }
+
+  private async decideUntraced(
     executionId: string,
     decision: 'approve' | 'reject',
     decider: Decider,
