@@ -73,8 +73,10 @@ describe('telemetry off: free', () => {
     const chunks = modules.loaded().filter((u) => u.includes('/dist/'));
     // The hooks saw the bundle (a check that this test can see anything at all)...
     expect(chunks.some((u) => /\/dist\/chunks\/main-[A-Z0-9]+\.js$/.test(u))).toBe(true);
-    // ...and neither the SDK's chunk nor the metrics registry's.
-    expect(chunks.filter((u) => /\/(otel|prometheus|observability)-[A-Z0-9]+\.js$/.test(u))).toEqual([]);
+    // ...and neither the SDK's chunks (traces, metrics) nor the metrics registry's.
+    expect(
+      chunks.filter((u) => /\/(otel|otel-metrics|prometheus|observability)-[A-Z0-9]+\.js$/.test(u)),
+    ).toEqual([]);
     // Not even the OpenTelemetry API (its global tracer proxy) is loaded: only its types are imported.
     const withApi = chunks.filter((u) =>
       readFileSync(new URL(u), 'utf8').includes('new ProxyTracerProvider()'),
@@ -124,9 +126,10 @@ describe('logs and traces of a real process', () => {
     });
 
     // The spans reached the collector over OTLP/HTTP (JSON) before the process exited.
-    expect(posts.length).toBeGreaterThan(0);
-    expect(posts[0]).toMatchObject({ url: '/v1/traces', type: 'application/json' });
-    const spans = posts.flatMap((p) =>
+    const traces = posts.filter((p) => p.url === '/v1/traces');
+    expect(traces.length).toBeGreaterThan(0);
+    expect(traces[0]).toMatchObject({ url: '/v1/traces', type: 'application/json' });
+    const spans = traces.flatMap((p) =>
       (p.body.resourceSpans as Json[]).flatMap((r) =>
         (r.scopeSpans as Json[]).flatMap((s) => s.spans as Json[]),
       ),
@@ -134,11 +137,34 @@ describe('logs and traces of a real process', () => {
     const names = spans.map((s) => s.name as string);
     expect(names).toEqual(expect.arrayContaining(['tools/call workflow_list', 'tool workflow_get']));
     const failedCall = spans.find((s) => s.name === 'tools/call workflow_get') as Json;
-    const resource = (posts[0] as { body: Json }).body.resourceSpans[0].resource as Json;
+    const resource = (traces[0] as { body: Json }).body.resourceSpans[0].resource as Json;
     const service = (resource.attributes as Json[]).find((a: Json) => a.key === 'service.name');
     expect(service?.value.stringValue).toBe('wl-under-test');
     // The log line's trace is the failed call's (OTLP/JSON writes ids in hex).
     expect(line?.trace_id).toBe(failedCall.traceId);
+
+    // The shared endpoint turns metrics on too: the /metrics instruments, exported as the process ended
+    // (a stdio server makes the registry for the exporter alone).
+    expect(modules.loaded().some((u) => /\/dist\/chunks\/otel-metrics-[A-Z0-9]+\.js$/.test(u))).toBe(true);
+    const metricPosts = posts.filter((p) => p.url === '/v1/metrics');
+    expect(metricPosts.length).toBeGreaterThan(0);
+    expect(metricPosts[0]?.type).toBe('application/json');
+    const metrics = metricPosts.flatMap((p) =>
+      (p.body.resourceMetrics as Json[]).flatMap((r) =>
+        (r.scopeMetrics as Json[]).flatMap((s) => s.metrics as Json[]),
+      ),
+    );
+    const requests = metrics.find((m) => m.name === 'workflowlookup_mcp_requests_total') as Json;
+    const attrs = (p: Json) =>
+      Object.fromEntries((p.attributes as Json[]).map((a) => [a.key, a.value.stringValue]));
+    const listed = (requests.sum.dataPoints as Json[]).find(
+      (p) => attrs(p).method === 'tools/call' && attrs(p).tool === 'workflow_list',
+    );
+    expect(Number(listed?.asDouble)).toBe(1);
+    expect(requests.sum.isMonotonic).toBe(true);
+    expect(metrics.map((m) => m.name)).toEqual(
+      expect.arrayContaining(['workflowlookup_tool_call_duration_seconds', 'process_resident_memory_bytes']),
+    );
   });
 
   it('WORKFLOWLOOKUP_LOG_LEVEL=warn leaves out info lines; an unknown level is said once and info is kept', async () => {

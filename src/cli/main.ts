@@ -346,13 +346,12 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
   process.on('SIGINT', stop);
   process.stdout.on('error', () => undefined);
   await Promise.all(finished);
+  // The metrics as they stand are exported while the store their gauges read is still open.
+  await otelMetrics?.shutdown().catch((error: unknown) => app.log.warn(`metrics: ${String(error)}`));
   await observability?.close();
   await app.close();
-  // Spans still buffered, and the metrics as they stand, are exported before the process ends.
-  await Promise.all([
-    tracing?.shutdown().catch((error: unknown) => app.log.warn(`traces: ${String(error)}`)),
-    otelMetrics?.shutdown().catch((error: unknown) => app.log.warn(`metrics: ${String(error)}`)),
-  ]);
+  // Spans still buffered are exported before the process ends.
+  await tracing?.shutdown().catch((error: unknown) => app.log.warn(`traces: ${String(error)}`));
   await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
   process.exit(0);
 }
