@@ -1,11 +1,13 @@
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { csrfOf, raw, startDashboard } from './helpers/dashboard.js';
 import { httpClient, startHttpServer } from './helpers/http-server.js';
-import { RawServer, type Sandbox, sandbox } from './helpers/server.js';
+import { inProcessClient } from './helpers/in-process.js';
+import { callTool, FIXTURES, RawServer, type Sandbox, sandbox } from './helpers/server.js';
 
 type Json = Record<string, any>;
 
@@ -177,6 +179,107 @@ describe('logs and traces of a real process', () => {
       msg: expect.stringMatching(/WORKFLOWLOOKUP_LOG_LEVEL=loud is not a level/),
     });
     expect(lines.some((l) => l.level === 'info' && l.error_code === 'WORKFLOW_NOT_FOUND')).toBe(true);
+  });
+});
+
+/** A local OTLP/HTTP collector on 127.0.0.1 that keeps every JSON body posted to it. */
+async function collector() {
+  const posts: { url: string; body: Json }[] = [];
+  const server = createServer((req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      posts.push({ url: req.url ?? '', body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  cleanups.push(() => new Promise<void>((r) => server.close(() => r())));
+  return { posts, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+const metricsIn = (posts: { url: string; body: Json }[]) =>
+  posts
+    .filter((p) => p.url === '/v1/metrics')
+    .flatMap((p) =>
+      (p.body.resourceMetrics as Json[]).flatMap((r) =>
+        (r.scopeMetrics as Json[]).flatMap((s) => s.metrics as Json[]),
+      ),
+    );
+
+describe('OTLP from the other commands (spawned)', () => {
+  it('serve --http pushes the /metrics instruments to a metrics-only endpoint, and no traces', async () => {
+    const otlp = await collector();
+    const sb = box();
+    const s = await startHttpServer(sb, {
+      OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${otlp.url}/v1/metrics`,
+      OTEL_METRIC_EXPORT_INTERVAL: '100',
+    });
+    cleanups.push(() => s.kill());
+    const client = await httpClient(s.url);
+    await client.listTools();
+    await client.close();
+    let names: string[] = [];
+    for (let i = 0; i < 200 && !names.includes('workflowlookup_mcp_requests_total'); i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      names = metricsIn(otlp.posts).map((m) => m.name as string);
+    }
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'workflowlookup_mcp_requests_total',
+        'workflowlookup_http_sessions',
+        'workflowlookup_sqlite_wal_bytes',
+      ]),
+    );
+    s.kill('SIGTERM');
+    expect(await s.exited).toEqual({ code: 0, signal: null });
+    expect(otlp.posts.filter((p) => p.url === '/v1/traces')).toEqual([]);
+  });
+
+  it("the standalone dashboard traces like serve: an action's store work is exported", async () => {
+    const otlp = await collector();
+    const sb = box();
+    sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
+    copyFileSync(join(FIXTURES, 'valid', 'durable-demo.yaml'), join(sb.runtime, 'durable-demo.yaml'));
+    const conn = await inProcessClient(sb);
+    cleanups.push(conn.close);
+    const started = await callTool(conn.client, 'workflow_start', { workflow_name: 'durable-demo' });
+    expect(started.execution_id).toEqual(expect.any(String));
+    const modules = moduleLog(sb);
+    const dash = await startDashboard(sb, {
+      ...modules.env,
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${otlp.url}/v1/traces`,
+      OTEL_METRICS_EXPORTER: 'none',
+    });
+    cleanups.push(async () => {
+      await dash.stop();
+    });
+    const path = `/executions/${started.execution_id}`;
+    const host = `127.0.0.1:${dash.port}`;
+    const confirm = await raw(dash.port, `${path}?confirm=pause`, { headers: { host } });
+    const paused = await raw(dash.port, `${path}/state`, {
+      method: 'POST',
+      headers: {
+        host,
+        origin: `http://${host}`,
+        'sec-fetch-site': 'same-origin',
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ state: 'paused', csrf: csrfOf(confirm.body) }).toString(),
+    });
+    expect(paused.status).toBe(303);
+    expect(await dash.stop()).toBe(0);
+    expect(modules.loaded().some((u) => /\/dist\/chunks\/otel-[A-Z0-9]+\.js$/.test(u))).toBe(true);
+    const names = otlp.posts
+      .filter((p) => p.url === '/v1/traces')
+      .flatMap((p) =>
+        (p.body.resourceSpans as Json[]).flatMap((r) =>
+          (r.scopeSpans as Json[]).flatMap((x) => (x.spans as Json[]).map((span) => span.name as string)),
+        ),
+      );
+    expect(names).toContain('store transaction');
+    expect(otlp.posts.filter((p) => p.url === '/v1/metrics')).toEqual([]);
   });
 });
 
