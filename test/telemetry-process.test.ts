@@ -84,6 +84,11 @@ describe('telemetry off: free', () => {
       readFileSync(new URL(u), 'utf8').includes('new ProxyTracerProvider()'),
     );
     expect(withApi).toEqual([]);
+    // Nor the metrics SDK (in a chunk the two SDK entry points might share).
+    const withMetricsSdk = chunks.filter((u) =>
+      readFileSync(new URL(u), 'utf8').includes('PeriodicExportingMetricReader'),
+    );
+    expect(withMetricsSdk).toEqual([]);
   });
 });
 
