@@ -255,7 +255,8 @@ describe('traces of server-run checks and approvals', () => {
       });
       expect(check.status.code).toBe(0); // UNSET
       // The approval the output now waits on, on the step's trace.
-      const requested = spans.flatMap((s) => s.events).find((e) => e.name === 'approval requested');
+      expect(step.attributes['workflowlookup.approval.status']).toBe('pending');
+      const requested = step.events.find((e) => e.name === 'approval requested');
       expect(requested?.attributes).toMatchObject({
         [ATTR.execution]: started.execution_id,
         [ATTR.step]: 'fix',
@@ -271,10 +272,12 @@ describe('traces of server-run checks and approvals', () => {
         'workflowlookup.approval.decision': 'approve',
         'workflowlookup.approval.decided_via': 'cli',
       });
-      const decided = spans.flatMap((s) => s.events).find((e) => e.name === 'approval decided');
-      expect(decided?.attributes).toMatchObject({
+      const decided = decision.events.find((e) => e.name === 'approval decided');
+      expect(decided?.attributes).toEqual({
+        [ATTR.approval]: waiting.approval.approval_id,
         [ATTR.execution]: started.execution_id,
-        'workflowlookup.approval.decision': 'approved',
+        'workflowlookup.approval.status': 'approved',
+        'workflowlookup.approval.decided_via': 'cli',
       });
       // The decision's events are in the decision's trace.
       expect(new Set(spans.map((s) => s.spanContext().traceId))).toEqual(

@@ -340,6 +340,9 @@ export class ExecutionService {
       const outcome = await inSpan('workflow step', { [ATTR.principal]: caller.principal }, async (span) => {
         const submitted = await this.submit(token, output, caller);
         if ('workflow_id' in submitted) span?.setAttribute(ATTR.workflow, submitted.workflow_id);
+        // A poll's answer: pending, approved, or rejected (by a person or the timeout).
+        if ('approval' in submitted && submitted.approval !== undefined)
+          span?.setAttribute('workflowlookup.approval.status', submitted.approval.status);
         return submitted;
       });
       metrics.step(outcome.kind === 'ended' ? outcome.state : outcome.kind, started);
@@ -392,7 +395,17 @@ export class ExecutionService {
     return this.recordingErrors(payload.execution_id, payload.step_name, async () => {
       const verified = await this.runCheck(payload, caller);
       const advanced = await this.advance(payload, output, outputHash, verified);
-      if (advanced.kind === 'awaiting_approval') return this.askPerson(advanced, output, caller);
+      if (advanced.kind === 'awaiting_approval') {
+        // After the commit (a PostgreSQL transaction may run twice): which approval the output now waits
+        // on, on the step's span; never the output or the prompt.
+        if (advanced.requested === true)
+          spanEvent('approval requested', {
+            [ATTR.approval]: advanced.approval.approval_id,
+            [ATTR.execution]: advanced.execution_id,
+            [ATTR.step]: advanced.step_name,
+          });
+        return this.askPerson(advanced, output, caller);
+      }
       if (advanced.kind !== 'pending') return advanced;
       // Accepted, and command steps come next: run them (or finish what a crashed run left), then record
       // the final outcome so a retry of this token replays it.
@@ -766,13 +779,6 @@ export class ExecutionService {
       approvers: record.approvers,
       expires_at: record.expires_at,
     });
-    // On the step's trace: which approval the output waits on (never the output or the prompt).
-    spanEvent('approval requested', {
-      [ATTR.approval]: record.approval_id,
-      [ATTR.execution]: exec.execution_id,
-      [ATTR.step]: step.id,
-      'workflowlookup.approval.approvers': record.approvers?.length ?? 0,
-    });
     return { ...this.awaitingOutcome(exec, record, verified), requested: true };
   }
 
@@ -846,15 +852,6 @@ export class ExecutionService {
       decided_via: record.decided_via,
       decided_at: decidedAt,
       ...(record.reason !== null ? { reason: record.reason } : {}),
-    });
-    // Who decided is a principal (like enduser.id on requests); the reason is free text and stays out.
-    spanEvent('approval decided', {
-      [ATTR.approval]: record.approval_id,
-      [ATTR.execution]: exec.execution_id,
-      [ATTR.step]: record.step_name,
-      'workflowlookup.approval.decision': record.status,
-      'workflowlookup.approval.decided_via': record.decided_via ?? undefined,
-      [ATTR.principal]: how.decider.principal ?? undefined,
     });
     const workflow = await machine.definition(exec, tx);
     const step = findPromptStep(workflow, record.step_name);
@@ -940,7 +937,19 @@ export class ExecutionService {
         'workflowlookup.approval.decision': decision,
         'workflowlookup.approval.decided_via': decider.via,
       },
-      () => this.decideUntraced(executionId, decision, decider, reason),
+      async (span) => {
+        const decided = await this.decideUntraced(executionId, decision, decider, reason);
+        // After the commit; who decided is a principal (enduser.id), the reason free text kept out.
+        span?.addEvent('approval decided', {
+          [ATTR.approval]: decided.approval.approval_id,
+          [ATTR.execution]: executionId,
+          'workflowlookup.approval.status': decided.approval.status,
+          ...(decided.approval.decided_via !== undefined
+            ? { 'workflowlookup.approval.decided_via': decided.approval.decided_via }
+            : {}),
+        });
+        return decided;
+      },
     );
   }
 
