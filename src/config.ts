@@ -202,7 +202,12 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
   {
     name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
     description:
-      'OpenTelemetry traces over OTLP/HTTP (JSON) to this collector (also `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_TRACES_EXPORTER=otlp`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_EXPORTER_OTLP_HEADERS`); unset: traces off and the SDK not loaded',
+      'OpenTelemetry traces and metrics over OTLP/HTTP (JSON) to this collector (also `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_TRACES_EXPORTER=otlp`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_EXPORTER_OTLP_HEADERS`); unset: traces and OTLP metrics off and the SDK not loaded',
+  },
+  {
+    name: 'OTEL_METRICS_EXPORTER',
+    description:
+      '`otlp`: the `/metrics` instruments also pushed over OTLP/HTTP (JSON), every `OTEL_METRIC_EXPORT_INTERVAL` ms (default 60000), to `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` or the shared endpoint (which alone turns them on too); `none`: not pushed (Prometheus scrapes `/metrics`)',
   },
   {
     name: 'WORKFLOWLOOKUP_APPROVAL_ELICITATION',

@@ -1,12 +1,13 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Decider } from '../src/executions/execution-service.js';
 import { startTracing, type Tracing } from '../src/telemetry/otel.js';
 import { ATTR } from '../src/telemetry/trace.js';
 import { inProcessClient } from './helpers/in-process.js';
-import { callTool, FIXTURES, type Sandbox, tokenOf } from './helpers/server.js';
+import { callTool, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 import { apiSandbox, type TasksApi } from './helpers/tasks-api.js';
 
 type Json = Record<string, any>;
@@ -180,5 +181,130 @@ describe('traces (OpenTelemetry, in-memory exporter)', () => {
     expect(request.status.code).toBe(2); // SpanStatusCode.ERROR
     const tool = one(spans, 'tool workflow_next_step');
     expect(tool.status).toMatchObject({ code: 2, message: 'Security error' });
+  });
+});
+
+const GATED = (id: string, check: string) => `id: ${id}
+name: ${id}
+description: A step the server verifies, then a person approves
+version: 1.0.0
+steps:
+  - id: fix
+    title: Fix
+    prompt: Fix it.
+    verify:
+      check: ${check}
+    approval:
+      prompt: Ship it?
+  - id: done
+    title: Done
+    prompt: Summarize.
+`;
+
+describe('traces of server-run checks and approvals', () => {
+  const SECRET = 'tok-0123456789abcdef';
+  const OUTPUT = 'OUTPUT-MARKER-7f3a';
+  const OPERATOR: Decider = { principal: null, name: 'cli:tester', via: 'cli', operator: true };
+
+  it('a check is a span under the step (name, kind, exit status, duration; never output, env or paths); approval requested and decided are events', async () => {
+    const box = sandbox();
+    const work = join(box.root, 'work');
+    mkdirSync(work);
+    const script = (code: number) => ({
+      command: process.execPath,
+      args: ['-e', `console.log(${JSON.stringify(OUTPUT)}, process.env.DEPLOY_TOKEN); process.exit(${code})`],
+      cwd: 'directory',
+      directory: work,
+      env: ['DEPLOY_TOKEN'],
+    });
+    const checksFile = join(box.root, 'checks.json');
+    writeFileSync(checksFile, JSON.stringify({ checks: { tests: script(0), lint: script(3) } }));
+    writeFileSync(join(box.runtime, 'gated.yaml'), GATED('gated', 'tests'));
+    writeFileSync(join(box.runtime, 'gated-lint.yaml'), GATED('gated-lint', 'lint'));
+    box.env.WORKFLOWLOOKUP_DATA_DIR = join(box.root, 'data');
+    box.env.WORKFLOWLOOKUP_CHECKS_FILE = checksFile;
+    const conn = await inProcessClient(box, { DEPLOY_TOKEN: SECRET });
+    const seen: ReadableSpan[] = [];
+    /** The spans finished since the last take (all are kept for the leak check at the end). */
+    const take = () => {
+      const spans = exporter.getFinishedSpans();
+      seen.push(...spans);
+      exporter.reset();
+      return spans;
+    };
+    try {
+      const call = (name: string, args: Json) => callTool(conn.client, name, args);
+      const started = await call('workflow_start', { workflow_id: 'gated' });
+      take();
+      const waiting = await call('workflow_next_step', {
+        token: tokenOf(started),
+        output: { summary: 'fixed' },
+      });
+      expect(waiting.approval).toMatchObject({ status: 'pending' });
+      let spans = take();
+      const step = one(spans, 'workflow step');
+      const check = one(spans, 'check tests');
+      expect(check.parentSpanContext?.spanId).toBe(idOf(step));
+      expect(check.attributes).toEqual({
+        [ATTR.check]: 'tests',
+        'workflowlookup.check.kind': 'command',
+        'workflowlookup.check.passed': true,
+        'workflowlookup.check.timed_out': false,
+        'workflowlookup.check.duration_ms': expect.any(Number),
+        'process.exit.code': 0,
+      });
+      expect(check.status.code).toBe(0); // UNSET
+      // The approval the output now waits on, on the step's trace.
+      expect(step.attributes['workflowlookup.approval.status']).toBe('pending');
+      const requested = step.events.find((e) => e.name === 'approval requested');
+      expect(requested?.attributes).toMatchObject({
+        [ATTR.execution]: started.execution_id,
+        [ATTR.step]: 'fix',
+        [ATTR.approval]: waiting.approval.approval_id,
+      });
+
+      const svc = await conn.app.services.executions();
+      await svc.decide(started.execution_id, 'approve', OPERATOR, 'ok by me');
+      spans = take();
+      const decision = one(spans, 'approval decision');
+      expect(decision.attributes).toMatchObject({
+        [ATTR.execution]: started.execution_id,
+        'workflowlookup.approval.decision': 'approve',
+        'workflowlookup.approval.decided_via': 'cli',
+      });
+      const decided = decision.events.find((e) => e.name === 'approval decided');
+      expect(decided?.attributes).toEqual({
+        [ATTR.approval]: waiting.approval.approval_id,
+        [ATTR.execution]: started.execution_id,
+        'workflowlookup.approval.status': 'approved',
+        'workflowlookup.approval.decided_via': 'cli',
+      });
+      // The decision's events are in the decision's trace.
+      expect(new Set(spans.map((s) => s.spanContext().traceId))).toEqual(
+        new Set([decision.spanContext().traceId]),
+      );
+
+      // A failing check: its exit status, and the span is not an error (the check answered).
+      const other = await call('workflow_start', { workflow_id: 'gated-lint' });
+      take();
+      const refused = await call('workflow_next_step', {
+        token: tokenOf(other),
+        output: { summary: 'fixed' },
+      });
+      expect(refused.success).toBe(false);
+      spans = take();
+      const lint = one(spans, 'check lint');
+      expect(lint.attributes).toMatchObject({ 'workflowlookup.check.passed': false, 'process.exit.code': 3 });
+      expect(lint.status.code).toBe(0);
+
+      // Never the output, the environment, the command line, the directory or the decision's reason.
+      const recorded = JSON.stringify(seen.map((s) => [s.name, s.attributes, s.events]));
+      for (const secret of [OUTPUT, SECRET, work, process.execPath, 'ok by me']) {
+        expect(recorded).not.toContain(secret);
+      }
+    } finally {
+      await conn.close();
+      box.cleanup();
+    }
   });
 });

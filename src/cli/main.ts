@@ -31,9 +31,9 @@ import { workflowJsonSchema } from '../model/workflow.js';
 import { isPostgresUrl } from '../store/open-store.js';
 import { DATABASE_FILE, refuseDamagedFile, StoreFileError } from '../store/sqlite/sqlite-file.js';
 import type { ExportHeader } from '../store/transfer.js';
-import { setupTracing } from '../telemetry/setup.js';
+import { setupOtelMetrics, setupTracing } from '../telemetry/setup.js';
 import { addToken, listTokens, parseScopes, removeToken } from '../transports/http-auth.js';
-import { drainSeconds, type Observability } from '../transports/observability.js';
+import { drainSeconds, metricSources, type Observability } from '../transports/observability.js';
 import { serveAppOnStdio } from '../transports/stdio.js';
 import type { StdioPrelude } from '../transports/stdio-prelude.js';
 import {
@@ -300,6 +300,17 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
     stops.push(() => void http.close().then(done, done));
     app.warmUp();
   }
+  // Metrics over OTLP when OTEL_* asks for them: the registry behind /metrics, or (stdio only) one
+  // made for the exporter alone; neither prom-client nor the SDK is loaded otherwise.
+  const otelMetrics = await setupOtelMetrics(
+    config.env,
+    async () =>
+      observability?.registry ??
+      (await import('../telemetry/prometheus.js')).createPrometheus(metricSources(app, () => new Map()))
+        .registry,
+    { version: config.version },
+    (m) => app.log.warn(m),
+  );
   if (withStdio) {
     if (process.stdin.isTTY && !withHttp) {
       process.stderr.write(
@@ -335,6 +346,8 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
   process.on('SIGINT', stop);
   process.stdout.on('error', () => undefined);
   await Promise.all(finished);
+  // The metrics as they stand are exported while the store their gauges read is still open.
+  await otelMetrics?.shutdown().catch((error: unknown) => app.log.warn(`metrics: ${String(error)}`));
   await observability?.close();
   await app.close();
   // Spans still buffered are exported before the process ends.
@@ -353,6 +366,8 @@ async function dashboard(options: ConfigOptions, flags: Flags): Promise<number> 
   const port = flags.port === undefined ? config.dashboardPort : parsePort(flags.port, '--port');
   if (config.databaseUrl === undefined) refuseDamagedFile(join(config.dataDir, DATABASE_FILE));
   const app = createApp(config);
+  // Its actions (pause, resume, abandon, approvals) are traced like a server's when OTEL_* asks.
+  const tracing = await setupTracing(config.env, { version: config.version }, (m) => app.log.warn(m));
   app.warmUp();
   // The app's service creates and migrates the store (and takes the actions), here, so that a store
   // that cannot be opened stops the command at start; pages read beside it (services.readQueries: a
@@ -367,6 +382,7 @@ async function dashboard(options: ConfigOptions, flags: Flags): Promise<number> 
   });
   await running.close();
   await app.close();
+  await tracing?.shutdown().catch((error: unknown) => app.log.warn(`traces: ${String(error)}`));
   return 0;
 }
 

@@ -12,6 +12,7 @@ import { Scrubber } from '../catalogs/credentials.js';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { contextScope } from '../engine/guidance.js';
 import { CHECK_NAME_PATTERN, type CommandStep, durationSchema } from '../model/workflow.js';
+import { ATTR, inSpan } from '../telemetry/trace.js';
 
 /** Bounds of what the operator may configure (a check is not a build farm). */
 export const CHECK_LIMITS = {
@@ -383,7 +384,41 @@ export class ConfiguredChecks implements CheckRunner {
       );
   }
 
-  async run(
+  /**
+   * One span per run: the check's name, kind, outcome and duration; never its output, command line,
+   * working directory or environment (they may hold what the operator keeps private).
+   */
+  run(
+    name: string,
+    options: { roots?: readonly string[] | undefined; signal?: AbortSignal | undefined },
+  ): Promise<CheckResult> {
+    const definition = this.config?.checks.get(name);
+    const kind = definition === undefined ? undefined : 'http' in definition ? 'http' : 'command';
+    return inSpan(
+      `check ${name}`,
+      { [ATTR.check]: name, 'workflowlookup.check.kind': kind },
+      async (span) => {
+        const result = await this.runUntraced(name, options);
+        if (span !== undefined) {
+          span.setAttributes({
+            'workflowlookup.check.passed': result.passed,
+            'workflowlookup.check.timed_out': result.timed_out,
+            'workflowlookup.check.duration_ms': result.duration_ms,
+            ...(result.exit_code !== null
+              ? { [kind === 'http' ? 'http.response.status_code' : 'process.exit.code']: result.exit_code }
+              : {}),
+            ...(result.signal ? { 'workflowlookup.check.signal': result.signal } : {}),
+          });
+          // A failing check is an answer; one that could not run, or ran out of time, is an error.
+          if (result.error !== undefined || result.timed_out)
+            span.setStatus({ code: 2, message: result.timed_out ? 'timed out' : 'could not run' });
+        }
+        return result;
+      },
+    );
+  }
+
+  private async runUntraced(
     name: string,
     options: { roots?: readonly string[] | undefined; signal?: AbortSignal | undefined },
   ): Promise<CheckResult> {

@@ -59,7 +59,7 @@ import { ExecutionQueries } from './execution-queries.js';
 export { ExecutionQueries };
 
 import { metrics } from '../telemetry/metrics.js';
-import { ATTR, annotate, inSpan, inSpanSync } from '../telemetry/trace.js';
+import { ATTR, annotate, inSpan, inSpanSync, spanEvent } from '../telemetry/trace.js';
 import { StepMachine } from './execution-steps.js';
 import type { TokenPayload, TokenService } from './tokens.js';
 
@@ -340,6 +340,9 @@ export class ExecutionService {
       const outcome = await inSpan('workflow step', { [ATTR.principal]: caller.principal }, async (span) => {
         const submitted = await this.submit(token, output, caller);
         if ('workflow_id' in submitted) span?.setAttribute(ATTR.workflow, submitted.workflow_id);
+        // A poll's answer: pending, approved, or rejected (by a person or the timeout).
+        if ('approval' in submitted && submitted.approval !== undefined)
+          span?.setAttribute('workflowlookup.approval.status', submitted.approval.status);
         return submitted;
       });
       metrics.step(outcome.kind === 'ended' ? outcome.state : outcome.kind, started);
@@ -392,7 +395,17 @@ export class ExecutionService {
     return this.recordingErrors(payload.execution_id, payload.step_name, async () => {
       const verified = await this.runCheck(payload, caller);
       const advanced = await this.advance(payload, output, outputHash, verified);
-      if (advanced.kind === 'awaiting_approval') return this.askPerson(advanced, output, caller);
+      if (advanced.kind === 'awaiting_approval') {
+        // After the commit (a PostgreSQL transaction may run twice): which approval the output now waits
+        // on, on the step's span; never the output or the prompt.
+        if (advanced.requested === true)
+          spanEvent('approval requested', {
+            [ATTR.approval]: advanced.approval.approval_id,
+            [ATTR.execution]: advanced.execution_id,
+            [ATTR.step]: advanced.step_name,
+          });
+        return this.askPerson(advanced, output, caller);
+      }
       if (advanced.kind !== 'pending') return advanced;
       // Accepted, and command steps come next: run them (or finish what a crashed run left), then record
       // the final outcome so a retry of this token replays it.
@@ -911,6 +924,36 @@ export class ExecutionService {
    * owner; the operator on the host may decide any.
    */
   async decide(
+    executionId: string,
+    decision: 'approve' | 'reject',
+    decider: Decider,
+    reason?: string,
+  ): Promise<{ approval: ApprovalView; state: string }> {
+    return inSpan(
+      'approval decision',
+      {
+        [ATTR.execution]: executionId,
+        [ATTR.principal]: decider.principal ?? undefined,
+        'workflowlookup.approval.decision': decision,
+        'workflowlookup.approval.decided_via': decider.via,
+      },
+      async (span) => {
+        const decided = await this.decideUntraced(executionId, decision, decider, reason);
+        // After the commit; who decided is a principal (enduser.id), the reason free text kept out.
+        span?.addEvent('approval decided', {
+          [ATTR.approval]: decided.approval.approval_id,
+          [ATTR.execution]: executionId,
+          'workflowlookup.approval.status': decided.approval.status,
+          ...(decided.approval.decided_via !== undefined
+            ? { 'workflowlookup.approval.decided_via': decided.approval.decided_via }
+            : {}),
+        });
+        return decided;
+      },
+    );
+  }
+
+  private async decideUntraced(
     executionId: string,
     decision: 'approve' | 'reject',
     decider: Decider,

@@ -43,6 +43,8 @@ export const ATTR = {
   requestId: 'jsonrpc.request.id',
   session: 'mcp.session.id',
   correlation: 'workflowlookup.correlation_id',
+  check: 'workflowlookup.check.name',
+  approval: 'workflowlookup.approval.id',
 } as const;
 
 /** Attributes without the undefined ones (the API drops them anyway; this keeps types exact). */
@@ -163,6 +165,14 @@ export function injectTraceHeaders(headers: Record<string, string>): void {
 /** Sets attributes on the active span (the request's, or a step's), for what becomes known later. */
 export function annotate(attributes: Record<string, string | number | boolean | undefined>): void {
   api?.trace.getActiveSpan()?.setAttributes(clean(attributes));
+}
+
+/** Records an event (an approval requested or decided) on the active span, with its attributes. */
+export function spanEvent(
+  name: string,
+  attributes: Record<string, string | number | boolean | undefined>,
+): void {
+  api?.trace.getActiveSpan()?.addEvent(name, clean(attributes));
 }
 
 /** The active trace and span ids, for log lines. */

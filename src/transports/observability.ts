@@ -6,6 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
 import type { App } from '../app.js';
 import { integerSetting } from '../config.js';
 import { Health, type ReadinessCheck } from '../telemetry/health.js';
@@ -21,6 +22,8 @@ export interface Observability {
   probes: (req: IncomingMessage, res: ServerResponse) => boolean;
   /** `/metrics` on the MCP port, behind its authentication. */
   metricsMount: Mount;
+  /** The registry behind /metrics (exported over OTLP too when OTEL_* asks: telemetry/setup.ts). */
+  registry: Registry;
   /** Tells the gauges about the running HTTP server (its sessions). */
   attach(http: RunningHttp): void;
   /** The separate metrics listener's base URL, when WORKFLOWLOOKUP_METRICS_PORT is set. */
@@ -58,7 +61,8 @@ export function readinessChecks(app: App): ReadinessCheck[] {
   ];
 }
 
-function metricSources(app: App, sessions: () => ReadonlyMap<string, number>): MetricSources {
+/** What the gauges read: the app's store and, under HTTP, its sessions. */
+export function metricSources(app: App, sessions: () => ReadonlyMap<string, number>): MetricSources {
   return {
     async executionsByState() {
       const counts = await (await app.services.store()).countExecutions({});
@@ -154,6 +158,7 @@ export async function startObservability(app: App): Promise<Observability> {
     health,
     probes: (req, res) => health.handle(req, res),
     metricsMount,
+    registry: prometheus.registry,
     attach(running) {
       http = running;
     },
