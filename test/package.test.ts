@@ -160,9 +160,16 @@ describe('the packed tarball', () => {
 
 describe('a clone', () => {
   it('runs the workflowlookup command through npx in the checkout (npm link puts it on PATH)', () => {
+    // npx in the checkout runs its `prepare` (a rebuild of dist/) unless scripts are off: in the suite
+    // that rebuild replaced the chunks under every other test's running servers (ERR_MODULE_NOT_FOUND).
     const res = spawnSync('npx', ['--no-install', 'workflowlookup', '--version'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: newcomer().HOME, npm_config_update_notifier: 'false' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: newcomer().HOME,
+        npm_config_update_notifier: 'false',
+        npm_config_ignore_scripts: 'true',
+      },
       encoding: 'utf8',
     });
     expect(res.status, res.stderr).toBe(0);
