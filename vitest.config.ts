@@ -11,6 +11,14 @@ export default defineConfig({
     // file is I/O-bound often enough that one worker per core keeps both busy.
     maxWorkers: Math.max(2, availableParallelism()),
     reporters: ['default', './scripts/reliability-reporter.mjs', './scripts/summary-reporter.mjs'],
+    // `npm run coverage`: what the in-process tests execute of src/ (a spawned dist/cli.js is not counted).
+    coverage: {
+      provider: 'v8',
+      include: ['src/**/*.ts'],
+      exclude: ['src/**/*.test.ts'],
+      reporter: ['text-summary', 'json-summary'],
+      reportsDirectory: 'coverage',
+    },
     projects: [
       {
         extends: true,
