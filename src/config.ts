@@ -391,16 +391,24 @@ export function findPackageRoot(): string {
   }
 }
 
+/**
+ * The user's home as the configuration's environment names it: os.homedir() reads the process's own
+ * HOME, so a configuration loaded for another environment (a test's sandbox) would see the real home.
+ */
+function homeOf(env: NodeJS.ProcessEnv): string {
+  return (process.platform === 'win32' ? env.USERPROFILE : env.HOME) || homedir();
+}
+
 function userDataDir(env: NodeJS.ProcessEnv): string {
-  if (process.platform === 'win32') return env.LOCALAPPDATA ?? join(homedir(), 'AppData', 'Local');
-  if (process.platform === 'darwin') return join(homedir(), 'Library', 'Application Support');
-  return env.XDG_DATA_HOME || join(homedir(), '.local', 'share');
+  if (process.platform === 'win32') return env.LOCALAPPDATA ?? join(homeOf(env), 'AppData', 'Local');
+  if (process.platform === 'darwin') return join(homeOf(env), 'Library', 'Application Support');
+  return env.XDG_DATA_HOME || join(homeOf(env), '.local', 'share');
 }
 
 function userConfigDir(env: NodeJS.ProcessEnv): string {
-  if (process.platform === 'win32') return env.APPDATA ?? join(homedir(), 'AppData', 'Roaming');
-  if (process.platform === 'darwin') return join(homedir(), 'Library', 'Application Support');
-  return env.XDG_CONFIG_HOME || join(homedir(), '.config');
+  if (process.platform === 'win32') return env.APPDATA ?? join(homeOf(env), 'AppData', 'Roaming');
+  if (process.platform === 'darwin') return join(homeOf(env), 'Library', 'Application Support');
+  return env.XDG_CONFIG_HOME || join(homeOf(env), '.config');
 }
 
 /** The scheme of a URL-looking value (`ftp://x` → `ftp`); a path (even `C:\\dir`) has none. */
@@ -476,7 +484,7 @@ export function loadConfig(options: ConfigOptions = {}): Config {
     options.includeUser ??
     booleanSetting(env.WORKFLOWLOOKUP_INCLUDE_USER, 'WORKFLOWLOOKUP_INCLUDE_USER', true)
   ) {
-    sources.push({ kind: 'user', dir: join(homedir(), '.workflowlookup', 'workflows') });
+    sources.push({ kind: 'user', dir: join(homeOf(env), '.workflowlookup', 'workflows') });
   }
   if (
     options.includeProject ??
