@@ -163,6 +163,30 @@ export function loopWorkflow(dir) {
   );
 }
 
+/**
+ * Environments for servers that loop on `bench-loop` only (no bundled workflows, no rate limit), sharing
+ * one home under `ctx.tmp/<prefix>-*`: `env(name)` gives each server its own fresh data dir.
+ */
+export function loopServerEnvs(ctx, prefix) {
+  const home = join(ctx.tmp, `${prefix}-home`);
+  const runtime = join(ctx.tmp, `${prefix}-workflows`);
+  mkdirSync(home, { recursive: true });
+  loopWorkflow(runtime);
+  return (name) => {
+    const dataDir = join(ctx.tmp, `${prefix}-data-${name}`);
+    mkdirSync(dataDir, { recursive: true });
+    return {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, '.config'),
+      WORKFLOWLOOKUP_WORKFLOWS_PATH: runtime,
+      WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false',
+      WORKFLOWLOOKUP_DATA_DIR: dataDir,
+      WORKFLOWLOOKUP_RATE_LIMIT: '0',
+    };
+  };
+}
+
 /** One `serve --http` process on an ephemeral port; `pid` for its peak RSS. */
 export async function startHttpServer(cli, env) {
   const child = spawn(process.execPath, [cli, 'serve', '--http', '--port', '0'], {

@@ -8,12 +8,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { loopWorkflow, rpc, tokenOf } from './lib.mjs';
+import { loopWorkflow, quantile, rpc, tokenOf } from './lib.mjs';
 
 const LOCAL = ['postgres://postgres@127.0.0.1:5432/postgres', 'postgres://root@127.0.0.1:5432/postgres'];
 
 export const round2 = (n) => Math.round(n * 100) / 100;
-const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 export function latencyStats(samples) {
   const sorted = [...samples].sort((a, b) => a - b);
   return { p50Ms: round2(quantile(sorted, 0.5)), p99Ms: round2(quantile(sorted, 0.99)), n: samples.length };

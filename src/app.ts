@@ -231,17 +231,8 @@ export function buildStore(
   const openStore =
     options.openStore ?? ((c: Config) => openStoreAt(c.databaseUrl ?? c.dataDir, { log: options.log }));
   let store: ExecutionStore | undefined;
-  let storing: Promise<ExecutionStore> | undefined;
-  return {
-    open: () => {
-      storing ??= openStore(config).then((opened) => (store = opened));
-      return storing.catch((error: unknown) => {
-        storing = undefined;
-        throw error;
-      });
-    },
-    opened: () => store,
-  };
+  const opening = onFirstUse(() => openStore(config).then((opened) => (store = opened)));
+  return { open: opening.get, opened: () => store };
 }
 
 /**
@@ -586,14 +577,9 @@ export function buildProtocol(config: Config, parts: ProtocolParts) {
     new ToolSwitch(groups, fixtures ? [...config.profiles, fixtures.group] : config.profiles);
   const tasks = new TaskDriver({ services: runServices, runner, log, limits: config.limits });
   // The MCP Apps view is a file of the build, read once when a host first asks for it.
-  let view: Promise<string> | undefined;
-  const viewHtml = () => {
-    view ??= readFile(join(config.packageRoot, 'dist', 'views', 'execution-progress.html'), 'utf8');
-    return view.catch((error: unknown) => {
-      view = undefined;
-      throw error;
-    });
-  };
+  const viewHtml = onFirstUse(() =>
+    readFile(join(config.packageRoot, 'dist', 'views', 'execution-progress.html'), 'utf8'),
+  ).get;
   const resources = [
     ...executionResources(registry, executions, viewHtml),
     ...authoringResources(registry, guide),

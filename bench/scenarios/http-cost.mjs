@@ -8,10 +8,10 @@
 // [--steps 60] [--baseline /path/to/other/dist/cli.js]` after `npm run build` (--baseline measures
 // another build's transports in the same rounds, for before/after).
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { LineServer, loopWorkflow, ROOT, round, startHttpServer } from '../lib.mjs';
+import { LineServer, loopServerEnvs, ROOT, round, startHttpServer } from '../lib.mjs';
 
 export const title = 'HTTP cost: echo floor, stdio, HTTP sessions and stateless HTTP, interleaved';
 
@@ -190,23 +190,7 @@ export async function run(ctx) {
   const rounds = Number(ctx.args?.rounds) > 0 ? Number(ctx.args.rounds) : 4;
   const steps = Number(ctx.args?.steps) > 0 ? Number(ctx.args.steps) : 60;
   const builds = { after: ctx.cli, ...(ctx.args?.baseline ? { before: ctx.args.baseline } : {}) };
-  const home = join(ctx.tmp, 'cost-home');
-  const runtime = join(ctx.tmp, 'cost-workflows');
-  mkdirSync(home, { recursive: true });
-  loopWorkflow(runtime);
-  const env = (name) => {
-    const dataDir = join(ctx.tmp, `cost-data-${name}`);
-    mkdirSync(dataDir, { recursive: true });
-    return {
-      PATH: process.env.PATH ?? '',
-      HOME: home,
-      XDG_CONFIG_HOME: join(home, '.config'),
-      WORKFLOWLOOKUP_WORKFLOWS_PATH: runtime,
-      WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false',
-      WORKFLOWLOOKUP_DATA_DIR: dataDir,
-      WORKFLOWLOOKUP_RATE_LIMIT: '0',
-    };
-  };
+  const env = loopServerEnvs(ctx, 'cost');
   const targets = [['echo', 'echo', undefined]];
   for (const [build, cli] of Object.entries(builds)) {
     for (const kind of ['stdio', 'sessions', 'stateless']) targets.push([`${kind} (${build})`, kind, cli]);

@@ -1,14 +1,8 @@
-// Streamable HTTP next to stdio (issue #9.7): workflow_next_step p50/p99 and throughput with 1, 10 and 50
-// concurrent clients, each advancing its own execution, against one `serve --http` process (stateless
-// 2026-07-28 requests over loopback) and against one stdio server (the clients share its pipe), in the
-// same run, with each server's peak RSS. Scenario module of `npm run bench`; alone:
-// `node bench/scenarios/http.mjs [--http-calls 1000]` after `npm run build`.
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
   LineServer,
-  loopWorkflow,
+  loopServerEnvs,
   peakRssOf,
   requireToken,
   round,
@@ -47,23 +41,7 @@ async function load(call, clients, steps) {
 
 export async function run(ctx) {
   const calls = Number(ctx.args?.['http-calls']) > 0 ? Number(ctx.args['http-calls']) : 1000;
-  const home = join(ctx.tmp, 'http-home');
-  const runtime = join(ctx.tmp, 'http-workflows');
-  mkdirSync(home, { recursive: true });
-  loopWorkflow(runtime);
-  const env = (name) => {
-    const dataDir = join(ctx.tmp, `http-data-${name}`);
-    mkdirSync(dataDir, { recursive: true });
-    return {
-      PATH: process.env.PATH ?? '',
-      HOME: home,
-      XDG_CONFIG_HOME: join(home, '.config'),
-      WORKFLOWLOOKUP_WORKFLOWS_PATH: runtime,
-      WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false',
-      WORKFLOWLOOKUP_DATA_DIR: dataDir,
-      WORKFLOWLOOKUP_RATE_LIMIT: '0',
-    };
-  };
+  const env = loopServerEnvs(ctx, 'http');
   const result = { http: {}, stdio: {} };
 
   const http = await startHttpServer(ctx.cli, env('http'));

@@ -7,7 +7,7 @@ import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
-import type { CommandStepRunner } from '../catalogs/command-steps.js';
+import { type CommandStepRunner, durationMs } from '../catalogs/command-steps.js';
 import { Scrubber } from '../catalogs/credentials.js';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { contextScope } from '../engine/guidance.js';
@@ -238,15 +238,6 @@ function realpathOr(path: string): string {
   }
 }
 
-function timeoutOf(value: number | string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value === 'number') return value;
-  const m = /^(\d+)(ms|s|m)$/.exec(value);
-  if (!m) return fallback;
-  const n = Number(m[1]);
-  return m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : n * 60_000;
-}
-
 /**
  * Runs a command check: no shell (arguments are passed as they are), its own process group (so a
  * timeout kills whatever it started too), only the allowed environment variables, output capped.
@@ -265,7 +256,7 @@ export function runCommandCheck(
     if (value !== undefined) childEnv[key] = value;
   }
   const tail = new Tail(check.max_output);
-  const timeoutMs = timeoutOf(check.timeout, CHECK_LIMITS.defaultTimeoutMs);
+  const timeoutMs = durationMs(check.timeout, CHECK_LIMITS.defaultTimeoutMs);
   return new Promise((done) => {
     let timedOut = false;
     let settled = false;

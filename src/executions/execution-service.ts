@@ -610,30 +610,13 @@ export class ExecutionService {
         // Accepted by the rules; now a person decides. The output is held, the token becomes a poll.
         outcome = await this.requestApproval(tx, exec, workflow, step, row, output, verified);
       } else if (!validation.valid || next === undefined) {
-        row.attempts += 1;
-        await tx.updateStep(row);
-        await machine.event(tx, 'step_failed', exec, step.id, {
-          seq: row.seq,
+        outcome = await this.reject(tx, exec, workflow, step, row, {
           reason: 'validation',
-          issues: validation.issues,
-        });
-        machine.mintToken(exec, step.id);
-        await machine.event(tx, 'token_generated', exec, step.id, { attempt: exec.token_attempt });
-        exec.updated_at = at;
-        await tx.updateExecution(exec);
-        outcome = {
-          v: 1,
-          kind: 'rejected',
-          origin: 'advanced',
-          execution_id: exec.execution_id,
-          workflow_id: exec.workflow_name,
-          state: exec.state,
-          step_name: step.id,
           validation,
-          token: machine.liveToken(exec),
-          fill: stepFill(workflow, step, exec.context, 'durable', named),
-          ...(verified !== undefined ? { check: verified } : {}),
-        };
+          named,
+          at,
+          extra: verified !== undefined ? { check: verified } : {},
+        });
       } else {
         outcome = await this.complete(tx, exec, workflow, step, row, output, next);
       }
@@ -683,6 +666,51 @@ export class ExecutionService {
   }
 
   /** Completes the current step with its output and enters the next one (or completes the execution). */
+  /**
+   * The step stays current: one more attempt, a `step_failed` event with the issues, a fresh token, and
+   * the answer that says what to fix (by validation, or by a person's rejection of the held output).
+   */
+  private async reject(
+    tx: StoreWriter,
+    exec: ExecutionRecord,
+    workflow: Workflow,
+    step: PromptStep,
+    row: StepRecord,
+    why: {
+      reason: 'validation' | 'approval';
+      validation: ValidationResult;
+      named: string[];
+      at: string;
+      extra: { check?: CheckResult; approval?: ReturnType<typeof approvalView> };
+    },
+  ): Promise<Outcome> {
+    const { machine } = this;
+    row.attempts += 1;
+    await tx.updateStep(row);
+    await machine.event(tx, 'step_failed', exec, step.id, {
+      seq: row.seq,
+      reason: why.reason,
+      issues: why.validation.issues,
+    });
+    machine.mintToken(exec, step.id);
+    await machine.event(tx, 'token_generated', exec, step.id, { attempt: exec.token_attempt });
+    exec.updated_at = why.at;
+    await tx.updateExecution(exec);
+    return {
+      v: 1,
+      kind: 'rejected',
+      origin: 'advanced',
+      execution_id: exec.execution_id,
+      workflow_id: exec.workflow_name,
+      state: exec.state,
+      step_name: step.id,
+      validation: why.validation,
+      token: machine.liveToken(exec),
+      fill: stepFill(workflow, step, exec.context, 'durable', why.named),
+      ...why.extra,
+    };
+  }
+
   private async complete(
     tx: StoreWriter,
     exec: ExecutionRecord,
@@ -882,30 +910,13 @@ export class ExecutionService {
           'Revise the work as the reason says, then send the step again; it needs a new approval.',
         ],
       };
-      row.attempts += 1;
-      await tx.updateStep(row);
-      await machine.event(tx, 'step_failed', exec, step.id, {
-        seq: row.seq,
+      outcome = await this.reject(tx, exec, workflow, step, row, {
         reason: decision === 'approve' ? 'validation' : 'approval',
-        issues: validation.issues,
-      });
-      machine.mintToken(exec, step.id);
-      await machine.event(tx, 'token_generated', exec, step.id, { attempt: exec.token_attempt });
-      exec.updated_at = nowIso();
-      await tx.updateExecution(exec);
-      outcome = {
-        v: 1,
-        kind: 'rejected',
-        origin: 'advanced',
-        execution_id: exec.execution_id,
-        workflow_id: exec.workflow_name,
-        state: exec.state,
-        step_name: step.id,
         validation,
-        token: machine.liveToken(exec),
-        fill: stepFill(workflow, step, exec.context, 'durable', refusal?.named ?? []),
-        approval: approvalView(record),
-      };
+        named: refusal?.named ?? [],
+        at: nowIso(),
+        extra: { approval: approvalView(record) },
+      });
     }
     await tx.recordSubmission({
       nonce: record.poll_nonce,

@@ -158,6 +158,19 @@ function errorText(error: DomainError): string {
   return [error.message, details, violations].filter(Boolean).join(': ');
 }
 
+/**
+ * The n-th (from 0) of a list of canned answers, each standing for `times` uses (default 1); past the
+ * end, the last one holds. Steps, checks and command responses all count this way.
+ */
+function nthOf<T extends { times?: number | undefined }>(entries: readonly T[], n: number): T | undefined {
+  let seen = 0;
+  for (const e of entries) {
+    seen += e.times ?? 1;
+    if (n < seen) return e;
+  }
+  return entries.at(-1);
+}
+
 /** The answers of one scenario, read in order per step (the last entry repeats). */
 class AnswerBook {
   private readonly used = new Map<string, number>();
@@ -182,39 +195,22 @@ class AnswerBook {
     return (this.used.get(stepId) ?? 0) >= this.total(stepId);
   }
 
+  /** The step's n-th report (from 0) with the defaults under it: the entry whose `times` cover n, else the last. */
+  private answer(stepId: string, n: number): Answer {
+    const { times: _times, ...answer } = nthOf(this.entries(stepId), n) ?? {};
+    return { ...this.file.defaults, ...this.scenario.defaults, ...answer };
+  }
+
   next(stepId: string): StepOutput {
     const n = this.used.get(stepId) ?? 0;
     this.used.set(stepId, n + 1);
-    const entries = this.entries(stepId);
-    let entry = entries.at(-1) ?? {};
-    let seen = 0;
-    for (const e of entries) {
-      seen += e.times ?? 1;
-      if (n < seen) {
-        entry = e;
-        break;
-      }
-    }
-    const { times: _times, ...answer } = entry;
-    const merged: Answer = { ...this.file.defaults, ...this.scenario.defaults, ...answer };
-    const { approval: _decision, approval_reason: _reason, ...output } = merged;
-    return { ...output, summary: merged.summary ?? DEFAULT_SUMMARY };
+    const { approval: _decision, approval_reason: _reason, ...output } = this.answer(stepId, n);
+    return { ...output, summary: output.summary ?? DEFAULT_SUMMARY };
   }
 
   /** What the person decides about the step's latest report (its answer's `approval`, default approve). */
   decision(stepId: string): { decision: 'approve' | 'reject'; reason: string | undefined } {
-    const n = Math.max(0, (this.used.get(stepId) ?? 1) - 1);
-    const entries = this.entries(stepId);
-    let entry = entries.at(-1) ?? {};
-    let seen = 0;
-    for (const e of entries) {
-      seen += e.times ?? 1;
-      if (n < seen) {
-        entry = e;
-        break;
-      }
-    }
-    const merged: Answer = { ...this.file.defaults, ...this.scenario.defaults, ...entry };
+    const merged = this.answer(stepId, Math.max(0, (this.used.get(stepId) ?? 1) - 1));
     return { decision: merged.approval ?? 'approve', reason: merged.approval_reason };
   }
 }
@@ -243,15 +239,7 @@ class CannedChecks implements CheckRunner {
     const entries: Entry[] = given === undefined ? [{}] : Array.isArray(given) ? given : [given];
     const n = this.runs.get(name) ?? 0;
     this.runs.set(name, n + 1);
-    let entry: Entry = entries.at(-1) ?? {};
-    let seen = 0;
-    for (const e of entries) {
-      seen += e.times ?? 1;
-      if (n < seen) {
-        entry = e;
-        break;
-      }
-    }
+    const entry: Entry = nthOf(entries, n) ?? {};
     const passed = entry.passed ?? true;
     const tail = entry.output ?? '';
     return {
@@ -341,12 +329,7 @@ class CannedCommands {
     const entries: ResponseEntry[] = Array.isArray(given) ? given : [given];
     const n = this.used.get(stepId) ?? 0;
     this.used.set(stepId, n + 1);
-    let seen = 0;
-    for (const e of entries) {
-      seen += e.times ?? 1;
-      if (n < seen) return e;
-    }
-    return entries.at(-1);
+    return nthOf(entries, n);
   }
 
   private callsFor(stepId: string): CommandCalls {
