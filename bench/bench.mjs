@@ -214,6 +214,9 @@ async function tasksScenario(env) {
     ...env,
     WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
     WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS: `127.0.0.1:${api.port}`,
+    // One principal (the stdio user) runs them all: above the per-principal cap of a shared server (32).
+    WORKFLOWLOOKUP_MAX_TASKS_PER_PRINCIPAL: String(TASKS),
+    WORKFLOWLOOKUP_MAX_TASKS: String(Math.max(TASKS, 256)),
   });
   try {
     await server.request('initialize', { ...INIT_PARAMS, protocolVersion: '2025-11-25' }, 0);
