@@ -86,6 +86,14 @@ export async function createTestDatabase(serverUrl: string): Promise<TestDatabas
   }
   const url = withDatabase(serverUrl, name);
   const pool = new pg.Pool({ connectionString: url, max: 2 });
+  // pool.end() resolves once its clients are asked to end, before their sockets close, so DROP ... WITH
+  // (FORCE) below can end one of them first: the server's "terminating connection" (57P01) then reaches
+  // the pool as an idle client's error. Without a listener that is an uncaught exception in whichever
+  // test file the worker runs next.
+  let dropping = false;
+  pool.on('error', (error) => {
+    if (!(dropping && (error as { code?: string }).code === '57P01')) throw error;
+  });
   let schemas = 0;
   return {
     url,
@@ -98,6 +106,7 @@ export async function createTestDatabase(serverUrl: string): Promise<TestDatabas
       return (await pool.query(sql, values)).rows;
     },
     async drop() {
+      dropping = true;
       await pool.end();
       const admin = new pg.Client({ connectionString: serverUrl });
       await admin.connect();
