@@ -102,6 +102,12 @@ export function lazyDocumentStore(
     return opening;
   };
 
+  // Said once, on the first failure: a short-lived process (`workflowlookup list`) may end before a retry.
+  const unavailable = (error: unknown) => {
+    if (!reported) log?.error(`shared workflows and catalogs are unavailable: ${(error as Error).message}`);
+    reported = true;
+  };
+
   const attachLater = () => {
     if (retry !== undefined || store !== undefined || pending.size === 0) return;
     retry = setTimeout(() => {
@@ -111,9 +117,7 @@ export function lazyDocumentStore(
           pauseMs = 250;
         },
         (error: unknown) => {
-          if (!reported)
-            log?.error(`shared workflows and catalogs are unavailable: ${(error as Error).message}`);
-          reported = true;
+          unavailable(error);
           pauseMs = Math.min(pauseMs * 2, 5000);
           attachLater();
         },
@@ -134,7 +138,10 @@ export function lazyDocumentStore(
     watch(listener) {
       if (store !== undefined) return store.watch(listener);
       pending.set(listener, () => undefined);
-      opened().catch(() => attachLater());
+      opened().catch((error: unknown) => {
+        unavailable(error);
+        attachLater();
+      });
       return () => {
         const stop = pending.get(listener);
         pending.delete(listener);
