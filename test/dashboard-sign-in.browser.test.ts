@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM, chromiumFor } from './helpers/chromium.js';
+import { CHROMIUM, chromiumFor, liveState } from './helpers/chromium.js';
 import { type HttpServer, type Json, post, startHttpServer } from './helpers/http-server.js';
 import { CLI, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
@@ -133,7 +133,7 @@ describe.skipIf(!RUNS)('dashboard sign-in in a browser', () => {
     expect(await page.locator('.who').textContent()).toBe('alice');
     // HttpOnly: the page's own script cannot read the session.
     expect(await page.evaluate(() => document.cookie)).toBe('');
-    await expect.poll(() => page.locator('#live-status').textContent()).toBe('live');
+    await expect.poll(() => liveState(page)).toBe('live');
 
     await rpc('tools/call', {
       name: 'workflow_next_step',
@@ -161,7 +161,7 @@ describe.skipIf(!RUNS)('dashboard sign-in in a browser', () => {
     const taskId = run.result.taskId as string;
     await page.click('nav a[href="/dashboard/tasks"]');
     await page.waitForURL('**/dashboard/tasks');
-    await expect.poll(() => page.locator('#live-status').textContent()).toBe('live');
+    await expect.poll(() => liveState(page)).toBe('live');
     await expect.poll(() => page.locator(`tr[data-task="${taskId}"]`).count()).toBe(1);
     const second = await rpc('tools/call', {
       name: 'workflow_run',

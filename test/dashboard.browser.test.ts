@@ -11,7 +11,7 @@ import { build } from 'esbuild';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { CHROMIUM, chromiumFor } from './helpers/chromium.js';
+import { CHROMIUM, chromiumFor, liveState } from './helpers/chromium.js';
 import { type DashboardProcess, startDashboard } from './helpers/dashboard.js';
 import { CLI, callTool, FIXTURES, ROOT, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
@@ -110,11 +110,11 @@ describe.skipIf(!RUNS)('dashboard in a browser', () => {
     const started = await call('workflow_start', { workflow_name: 'durable-demo' });
     const id = started.execution_id as string;
     const { page, problems } = await open(dash.url);
-    await expect.poll(() => page.locator('#live-status').textContent()).toBe('live');
+    await expect.poll(() => liveState(page)).toBe('live');
     await shot(page, 'list');
     await page.click(`a[href="/executions/${id}"]`);
     await page.waitForURL(`**/executions/${id}`);
-    await expect.poll(() => page.locator('#live-status').textContent()).toBe('live');
+    await expect.poll(() => liveState(page)).toBe('live');
     await page.evaluate(() => {
       (window as unknown as { stayed: boolean }).stayed = true;
     });
@@ -160,7 +160,7 @@ describe.skipIf(!RUNS)('dashboard in a browser', () => {
 
   it('the executions list follows new executions without a reload', async () => {
     const { page, problems } = await open(`${dash.url}?state=running`);
-    await expect.poll(() => page.locator('#live-status').textContent()).toBe('live');
+    await expect.poll(() => liveState(page)).toBe('live');
     const before = await page.locator('tr[data-execution]').count();
     const started = await call('workflow_start', { workflow_name: 'loops-demo' });
     await expect

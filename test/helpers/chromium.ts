@@ -17,3 +17,12 @@ export function chromiumFor(suite: string): boolean {
   process.stderr.write(`\n*** ${suite} SKIPPED: ${why}. To run it: ${HOW_TO_RUN}.\n`);
   return false;
 }
+
+/**
+ * The dashboard page's live state (`data-state` of #live-status): "live" once its change stream is open,
+ * whether the text says "live" or, after a change event refreshed the page, "updated <time>" (a change
+ * made just before the page opened can arrive after it, depending on the machine's load).
+ */
+export const liveState = (page: {
+  locator(selector: string): { getAttribute(name: string): Promise<string | null> };
+}) => page.locator('#live-status').getAttribute('data-state');
