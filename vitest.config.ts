@@ -6,7 +6,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // expect.poll waits for something a server or a browser does; its default of 1 s is a wall-clock
-    // bound that a loaded machine misses (a page's live stream opening while other files start servers).
+    // bound that a loaded machine can miss.
     expect: { poll: { timeout: 10_000 } },
     pool: 'forks',
     // Vitest's default for `run` is one worker fewer than the cores: one file at a time on the 2-core CI

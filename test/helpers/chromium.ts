@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import type { Page } from 'playwright-core';
 
 /** The browser the browser suites drive (through playwright-core, which downloads nothing). */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -23,6 +24,4 @@ export function chromiumFor(suite: string): boolean {
  * whether the text says "live" or, after a change event refreshed the page, "updated <time>" (a change
  * made just before the page opened can arrive after it, depending on the machine's load).
  */
-export const liveState = (page: {
-  locator(selector: string): { getAttribute(name: string): Promise<string | null> };
-}) => page.locator('#live-status').getAttribute('data-state');
+export const liveState = (page: Page) => page.locator('#live-status').getAttribute('data-state');
