@@ -2,15 +2,11 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Decider } from '../src/executions/execution-service.js';
-import {
-  createTestDatabase,
-  findTestServer,
-  skipNotice,
-  type TestDatabase,
-} from '../src/store/postgres/test-database.js';
+import { poster2026 } from './helpers/http-server.js';
 import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
+import { postgresFor } from './helpers/postgres.js';
 import { CLI, callTool, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
 // Approval gates through the real protocol (SDK client, in-process): the agent's token cannot move a
@@ -22,16 +18,7 @@ type Json = Record<string, any>;
 const EXAMPLE = join(import.meta.dirname, '..', 'examples', 'approvals', 'release-approval.yaml');
 const OPERATOR: Decider = { principal: null, name: 'cli:tester', via: 'cli', operator: true };
 
-const pgServer = await findTestServer();
-if (pgServer.url === undefined) process.stderr.write(skipNotice('approvals on PostgreSQL', pgServer.why));
-
-let db: TestDatabase | undefined;
-beforeAll(async () => {
-  if (pgServer.url !== undefined) db = await createTestDatabase(pgServer.url);
-});
-afterAll(async () => {
-  await db?.drop();
-});
+const pgServer = await postgresFor('approvals on PostgreSQL');
 
 const open: { close(): Promise<void> }[] = [];
 const boxes: Sandbox[] = [];
@@ -262,33 +249,11 @@ describe('approval gates', () => {
   });
 });
 
-/** Plain 2026-07-28 requests (one per call, the envelope in `_meta`): tools/call and its retries. */
-function poster2026(url: string, capabilities: Json) {
-  const envelope = {
-    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-    'io.modelcontextprotocol/clientCapabilities': capabilities,
-    'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1.0.0' },
-  };
-  return async (name: string, args: Json, inputResponses?: Json): Promise<Json> => {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'tools/call',
-        'mcp-name': name,
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/call',
-        params: { name, arguments: args, ...(inputResponses ? { inputResponses } : {}), _meta: envelope },
-      }),
-    });
-    const body = await res.text();
-    return JSON.parse(body.startsWith('{') ? body : (/^data: (.*)$/m.exec(body)?.[1] ?? body)) as Json;
-  };
+/** tools/call as a plain 2026-07-28 request (one per call, the envelope in `_meta`), and its retries. */
+function poster2026Tools(url: string, capabilities: Json) {
+  const post = poster2026(url, capabilities);
+  return (name: string, args: Json, inputResponses?: Json) =>
+    post('tools/call', { name, arguments: args, ...(inputResponses ? { inputResponses } : {}) }, name);
 }
 
 describe('approval elicitation on 2026-07-28 (input_required, then the retry with the answer)', () => {
@@ -301,7 +266,7 @@ describe('approval elicitation on 2026-07-28 (input_required, then the retry wit
       WORKFLOWLOOKUP_APPROVAL_ELICITATION: 'true',
     });
     open.push(server);
-    const call = poster2026(server.url, { elicitation: { form: {} } });
+    const call = poster2026Tools(server.url, { elicitation: { form: {} } });
     for (const decision of ['decline', 'approve'] as const) {
       const started = (await call('workflow_start', { workflow_id: 'release-approval' })).result
         .structuredContent;
@@ -336,7 +301,7 @@ describe('approval elicitation on 2026-07-28 (input_required, then the retry wit
     copyFileSync(EXAMPLE, join(sb.runtime, 'release-approval.yaml'));
     const server = await inProcessHttp(sb, { WORKFLOWLOOKUP_DATA_DIR: join(sb.root, 'data') });
     open.push(server);
-    const call = poster2026(server.url, { elicitation: { form: {} } });
+    const call = poster2026Tools(server.url, { elicitation: { form: {} } });
     const started = (await call('workflow_start', { workflow_id: 'release-approval' })).result
       .structuredContent;
     const answer = (await call('workflow_next_step', { token: tokenOf(started), output: NOTES })).result;
@@ -390,7 +355,7 @@ describe('workflowlookup approvals | approve | reject (dist/cli.js on the server
 
 describe.skipIf(pgServer.url === undefined)('approvals on PostgreSQL', () => {
   it('persist and decide the same way', async () => {
-    const schema = await (db as TestDatabase).schema();
+    const schema = await pgServer.database().schema();
     const { call, service } = await setup({
       WORKFLOWLOOKUP_DATABASE_URL: schema.url,
       WORKFLOWLOOKUP_TOKEN_SECRET: 'an-hmac-secret-shared-by-every-replica-0123456789',
@@ -404,7 +369,7 @@ describe.skipIf(pgServer.url === undefined)('approvals on PostgreSQL', () => {
     await svc.decide(started.execution_id, 'reject', OPERATOR, 'not yet');
     const back = await call('workflow_next_step', { token: tokenOf(waiting), output: { summary: 'poll' } });
     expect(back.approval).toMatchObject({ status: 'rejected', reason: 'not yet' });
-    const rows = await (db as TestDatabase).admin(`SELECT status, decided_via FROM ${schema.name}.approvals`);
+    const rows = await pgServer.database().admin(`SELECT status, decided_via FROM ${schema.name}.approvals`);
     expect(rows).toEqual([{ status: 'rejected', decided_via: 'cli' }]);
   });
 });

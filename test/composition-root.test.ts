@@ -1,14 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createTestDatabase,
-  findTestServer,
-  skipNotice,
-  type TestDatabase,
-} from '../src/store/postgres/test-database.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { inProcessClient } from './helpers/in-process.js';
+import { postgresFor } from './helpers/postgres.js';
 import { CLI, callTool, FIXTURES, type Sandbox, sandbox } from './helpers/server.js';
 
 // One composition root (src/app.ts): the CLI reads the workflows through the app the server builds, so
@@ -17,18 +12,10 @@ import { CLI, callTool, FIXTURES, type Sandbox, sandbox } from './helpers/server
 
 type Json = Record<string, any>;
 
-const pgServer = await findTestServer();
-if (pgServer.url === undefined) process.stderr.write(skipNotice('CLI on PostgreSQL suite', pgServer.why));
+const pgServer = await postgresFor('CLI on PostgreSQL suite');
 
 let sb: Sandbox | undefined;
-let db: TestDatabase | undefined;
 const closers: (() => Promise<void>)[] = [];
-beforeAll(async () => {
-  if (pgServer.url !== undefined) db = await createTestDatabase(pgServer.url);
-});
-afterAll(async () => {
-  await db?.drop();
-});
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();
   sb?.cleanup();
@@ -116,7 +103,7 @@ describe('the CLI when the PostgreSQL store cannot be reached', () => {
 describe.skipIf(pgServer.url === undefined)('the CLI on a PostgreSQL store', () => {
   it('list --json equals workflow_list, the workflow saved in the database included; sources names it', async () => {
     sb = sandbox({ WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false' });
-    const { url } = await (db as TestDatabase).schema();
+    const { url } = await pgServer.database().schema();
     const env = { WORKFLOWLOOKUP_DATABASE_URL: url };
     const { client, close } = await inProcessClient(sb, env);
     closers.push(close);

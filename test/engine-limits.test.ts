@@ -46,41 +46,8 @@ beforeAll(async () => {
     catalog_title: 'Tasks API',
     base_url: api.baseUrl,
   });
-  await save({
-    id: 'stall-rules',
-    name: 'Stall rules',
-    description: 'Rules that stalled the server',
-    version: '1.0.0',
-    steps: [
-      {
-        id: 'pattern',
-        title: 'p',
-        prompt: 'p',
-        validationCriteria: [schemaRule({ type: 'string', pattern: '^(a+)+$' })],
-      },
-      {
-        id: 'pattern-props',
-        title: 'p',
-        prompt: 'p',
-        validationCriteria: [
-          schemaRule({ type: 'object', patternProperties: { '^(a+)+$': { type: 'number' } } }),
-        ],
-      },
-      {
-        id: 'unique',
-        title: 'p',
-        prompt: 'p',
-        validationCriteria: [schemaRule({ type: 'array', uniqueItems: true })],
-      },
-      { id: 'exponential', title: 'p', prompt: 'p', validationCriteria: [schemaRule(exponentialSchema())] },
-      {
-        id: 'slow-regex',
-        title: 'p',
-        prompt: 'p',
-        validationCriteria: [{ type: 'regex', pattern: '(?i)(\\w+\\s*){50}z', message: 'Needs a z' }],
-      },
-    ],
-  });
+  // The rules that once stalled the server (bench/scenarios/hostile-inputs.mjs times the same workflow).
+  await save(JSON.parse(readFileSync(join(FIXTURES, 'hostile', 'stall-rules.json'), 'utf8')));
 });
 
 afterAll(async () => {

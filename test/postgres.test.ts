@@ -1,12 +1,7 @@
 import { cpSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createTestDatabase,
-  findTestServer,
-  skipNotice,
-  type TestDatabase,
-} from '../src/store/postgres/test-database.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { postgresFor } from './helpers/postgres.js';
 import { FIXTURES, RawServer, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
 // Durable executions on PostgreSQL through the built server: the cases test/durability.test.ts runs on
@@ -15,31 +10,22 @@ import { FIXTURES, RawServer, type Sandbox, sandbox, tokenOf } from './helpers/s
 
 type Json = Record<string, any>;
 
-const server = await findTestServer();
-if (server.url === undefined) process.stderr.write(skipNotice('PostgreSQL end-to-end suite', server.why));
+const server = await postgresFor('PostgreSQL end-to-end suite');
 
 const SECRET = 'an-hmac-secret-shared-by-every-replica-0123456789';
 
 let sb: Sandbox;
-let db: TestDatabase | undefined;
 const servers: RawServer[] = [];
 afterEach(() => {
   for (const s of servers.splice(0)) s.kill();
   sb?.cleanup();
-});
-beforeAll(async () => {
-  if (server.url !== undefined) db = await createTestDatabase(server.url);
-});
-afterAll(async () => {
-  await db?.drop();
 });
 
 /** A sandbox whose servers share one fresh schema (and the token secret), each with its own data dir. */
 async function setup(): Promise<{ url: string; schema: string }> {
   sb = sandbox({ WORKFLOWLOOKUP_TOKEN_SECRET: SECRET });
   cpSync(join(FIXTURES, 'valid'), sb.runtime, { recursive: true });
-  if (!db) throw new Error('no database');
-  const { url, name } = await db.schema();
+  const { url, name } = await server.database().schema();
   sb.env.WORKFLOWLOOKUP_DATABASE_URL = url;
   return { url, schema: name };
 }
@@ -127,9 +113,10 @@ describe.skipIf(server.url === undefined)('durable executions on PostgreSQL', ()
 
     // It all lives in PostgreSQL: no SQLite file appeared, and the rows are in the schema.
     expect(existsSync(join(sb.root, `data-${dataDirs}`, 'workflowlookup.db'))).toBe(false);
-    const rows = await db?.admin(`SELECT state FROM ${schema}.workflow_executions WHERE execution_id = $1`, [
-      id,
-    ]);
+    const rows = await server.db?.admin(
+      `SELECT state FROM ${schema}.workflow_executions WHERE execution_id = $1`,
+      [id],
+    );
     expect(rows).toEqual([{ state: 'completed' }]);
   });
 

@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import type { AppOptions } from '../src/app.js';
 import { conformanceFixtures } from '../src/protocol/conformance-fixtures.js';
+import { poster2026 } from './helpers/http-server.js';
 import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
 import { CLI, type Sandbox, sandbox } from './helpers/server.js';
 
@@ -94,33 +95,6 @@ async function connect(
     }
   };
   return { client, call, direct, seen };
-}
-
-/**
- * Raw 2026-07-28 requests to an HTTP endpoint, in the per-request envelope declaring `capabilities`,
- * with the routing headers (Mcp-Method, and Mcp-Name when given); the answer from JSON or its SSE event.
- */
-function poster2026(url: string, capabilities: Json) {
-  const envelope = {
-    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-    'io.modelcontextprotocol/clientCapabilities': capabilities,
-    'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1.0.0' },
-  };
-  return async (method: string, params: Json, name?: string): Promise<Json> => {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': method,
-        ...(name ? { 'mcp-name': name } : {}),
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: envelope } }),
-    });
-    const body = await res.text();
-    return JSON.parse(body.startsWith('{') ? body : (/^data: (.*)$/m.exec(body)?.[1] ?? body)) as Json;
-  };
 }
 
 /** Starts a task-only tool as an MCP task and waits for its result. */

@@ -3,12 +3,6 @@ import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  createTestDatabase,
-  findTestServer,
-  skipNotice,
-  type TestDatabase,
-} from '../src/store/postgres/test-database.js';
-import {
   type HttpServer,
   type Json,
   post,
@@ -16,30 +10,27 @@ import {
   startHttpServer,
   statelessCall,
 } from './helpers/http-server.js';
+import { postgresFor } from './helpers/postgres.js';
 import { CLI, FIXTURES, RawServer, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 import { TasksApi, TOKEN } from './helpers/tasks-api.js';
 
 // Several `serve --http` replicas on one PostgreSQL: exactly-once advances, one claimant per command
 // step, failover without loss, and moving executions between SQLite and PostgreSQL with the CLI.
 
-const pgServer = await findTestServer();
-if (pgServer.url === undefined) process.stderr.write(skipNotice('PostgreSQL replica suite', pgServer.why));
+const pgServer = await postgresFor('PostgreSQL replica suite');
 
 const SECRET = 'one-secret-shared-by-every-replica-0123456789';
 
-let db: TestDatabase | undefined;
 let sb: Sandbox;
 let api: TasksApi;
 const replicas: HttpServer[] = [];
 
 beforeAll(async () => {
-  if (pgServer.url !== undefined) db = await createTestDatabase(pgServer.url);
   api = new TasksApi();
   await api.start();
 });
 afterAll(async () => {
   await api.stop();
-  await db?.drop();
 });
 afterEach(() => {
   for (const r of replicas.splice(0)) r.kill();
@@ -51,7 +42,7 @@ const call = statelessCall;
 async function cluster(count: number): Promise<{ env: Record<string, string>; urls: string[] }> {
   sb = sandbox({ WORKFLOWLOOKUP_TOKEN_SECRET: SECRET, WORKFLOWLOOKUP_RATE_LIMIT: '0' });
   cpSync(join(FIXTURES, 'valid'), sb.runtime, { recursive: true });
-  const { url } = await (db as TestDatabase).schema();
+  const { url } = await pgServer.database().schema();
   const env = {
     WORKFLOWLOOKUP_DATABASE_URL: url,
     WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
@@ -298,7 +289,7 @@ describe.skipIf(pgServer.url === undefined)('replicas on one PostgreSQL', () => 
     const started = (await s.request(1, 'workflow_start', { workflow_name: 'durable-demo' })).result as Json;
     await s.request(2, 'workflow_next_step', { token: tokenOf(started), output: { summary: 'a design' } });
     s.kill();
-    const { url } = await (db as TestDatabase).schema();
+    const { url } = await pgServer.database().schema();
     const run = (args: string[], input?: string) =>
       spawnSync(process.execPath, [CLI, ...args], {
         env: sb.env,

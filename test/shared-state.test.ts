@@ -4,12 +4,6 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  createTestDatabase,
-  findTestServer,
-  skipNotice,
-  type TestDatabase,
-} from '../src/store/postgres/test-database.js';
-import {
   type HttpServer,
   httpClient,
   type Json,
@@ -18,6 +12,7 @@ import {
   startHttpServer,
   statelessCall,
 } from './helpers/http-server.js';
+import { postgresFor } from './helpers/postgres.js';
 import { CLI, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 import { TasksApi, TOKEN } from './helpers/tasks-api.js';
 
@@ -26,26 +21,21 @@ import { TasksApi, TOKEN } from './helpers/tasks-api.js';
 // once (LISTEN/NOTIFY), under the same rules as saving files. Each replica here has a runtime dir and
 // data dir of its own, so nothing can pass through the file system.
 
-const pgServer = await findTestServer();
-if (pgServer.url === undefined)
-  process.stderr.write(skipNotice('PostgreSQL shared state suite', pgServer.why));
+const pgServer = await postgresFor('PostgreSQL shared state suite');
 
 const SECRET = 'one-secret-shared-by-every-replica-0123456789';
 
-let db: TestDatabase | undefined;
 let sb: Sandbox;
 let api: TasksApi;
 const replicas: HttpServer[] = [];
 const clients: Client[] = [];
 
 beforeAll(async () => {
-  if (pgServer.url !== undefined) db = await createTestDatabase(pgServer.url);
   api = new TasksApi();
   await api.start();
 });
 afterAll(async () => {
   await api.stop();
-  await db?.drop();
 });
 afterEach(async () => {
   await Promise.allSettled(clients.splice(0).map((c) => c.close()));
@@ -87,7 +77,7 @@ interface Cluster {
 
 async function cluster(count: number): Promise<Cluster> {
   sb = sandbox({ WORKFLOWLOOKUP_TOKEN_SECRET: SECRET, WORKFLOWLOOKUP_RATE_LIMIT: '0' });
-  const { url } = await (db as TestDatabase).schema();
+  const { url } = await pgServer.database().schema();
   const env = {
     WORKFLOWLOOKUP_DATABASE_URL: url,
     WORKFLOWLOOKUP_CATALOG_TASKS_API_TOKEN: TOKEN,
@@ -371,13 +361,13 @@ describe.skipIf(pgServer.url === undefined)('replicas share saved workflows and 
     );
     const application = `workflowlookup-listen-${victim.child.pid}`;
     const active = () =>
-      (db as TestDatabase).admin('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [
-        application,
-      ]);
+      pgServer
+        .database()
+        .admin('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [application]);
     // Cut it once it is listening (idle after its LISTEN, or after a ping).
     await until(
       () =>
-        (db as TestDatabase).admin(
+        pgServer.database().admin(
           `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND state = 'idle'
              AND query IN ('LISTEN workflowlookup_runtime', 'SELECT 1')`,
           [application],
@@ -385,10 +375,11 @@ describe.skipIf(pgServer.url === undefined)('replicas share saved workflows and 
       (rows) => rows.length === 1,
     );
     // Cut B's listening connection, and save on A before B is back: that notification is lost to B.
-    await (db as TestDatabase).admin(
-      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1',
-      [application],
-    );
+    await pgServer
+      .database()
+      .admin('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [
+        application,
+      ]);
     expect((await call(a, 'workflow_save', { content: manifest('during-cut') })).error).toBeUndefined();
     // B reconnects by itself and reads everything again.
     await until(active, (rows) => rows.length === 1);
@@ -415,8 +406,8 @@ describe('the token secret with a shared database', () => {
       expect(run.stderr).toContain('same value on every replica');
       expect(run.stderr).not.toContain('Hunter2-Secret');
     }
-    if (db !== undefined) {
-      const { url } = await db.schema();
+    if (pgServer.db !== undefined) {
+      const { url } = await pgServer.db.schema();
       const migrated = spawnSync(process.execPath, [CLI, 'migrate', '--store', url], {
         env: { ...sb.env, WORKFLOWLOOKUP_DATABASE_URL: url },
         encoding: 'utf8',
@@ -427,7 +418,7 @@ describe('the token secret with a shared database', () => {
   });
 
   it('with the secret shared, a token issued by one replica is accepted by another', async () => {
-    if (db === undefined) return;
+    if (pgServer.db === undefined) return;
     const { urls } = await cluster(2);
     expect(
       (await call(urls[0] as string, 'workflow_save', { content: manifest('tokens') })).error,

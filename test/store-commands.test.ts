@@ -1,13 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createTestDatabase,
-  findTestServer,
-  skipNotice,
-  type TestDatabase,
-} from '../src/store/postgres/test-database.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { postgresFor } from './helpers/postgres.js';
 import { CLI, FIXTURES, RawServer, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
 // The command line as a newcomer meets it: store commands that name an impossible store, settings that
@@ -15,18 +10,10 @@ import { CLI, FIXTURES, RawServer, type Sandbox, sandbox, tokenOf } from './help
 
 type Json = Record<string, any>;
 
-const server = await findTestServer();
-if (server.url === undefined) process.stderr.write(skipNotice('export/import round trip', server.why));
+const server = await postgresFor('export/import round trip');
 
 let sb: Sandbox;
-let db: TestDatabase | undefined;
 const servers: RawServer[] = [];
-beforeAll(async () => {
-  if (server.url !== undefined) db = await createTestDatabase(server.url);
-});
-afterAll(async () => {
-  await db?.drop();
-});
 afterEach(() => {
   for (const s of servers.splice(0)) s.kill();
   sb?.cleanup();
@@ -180,7 +167,7 @@ describe.skipIf(server.url === undefined)(
         token_secret: { source: secretFile },
       });
 
-      const { url } = await (db as TestDatabase).schema();
+      const { url } = await server.database().schema();
       const pg = { WORKFLOWLOOKUP_DATABASE_URL: url };
       for (const env of [pg, { ...pg, WORKFLOWLOOKUP_TOKEN_SECRET: SECRET_OTHER }]) {
         const refused = run(['import', file], env);
@@ -220,7 +207,7 @@ describe.skipIf(server.url === undefined)(
       expect(run(['export', '--store', source, '--out', file]).stderr).toContain(
         'signed with WORKFLOWLOOKUP_TOKEN_SECRET',
       );
-      const { url } = await (db as TestDatabase).schema();
+      const { url } = await server.database().schema();
       const other = { WORKFLOWLOOKUP_TOKEN_SECRET: 'yet-another-secret-0123456789abcdef0123' };
       expect(run(['import', file, '--store', url], other).code).toBe(2);
       const forced = run(['import', file, '--store', url, '--new-tokens'], other);

@@ -4,7 +4,7 @@
 // says (the check failed, "not checked within 1000 ms", the violations); how fast it comes is measured
 // here, against the built server over stdio. Scenario module of `npm run bench`; alone:
 // `node bench/scenarios/hostile-inputs.mjs` after `npm run build`.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { LineServer, round } from '../lib.mjs';
@@ -17,57 +17,10 @@ export const GOAL_MS = 5000;
 /** `^(a+)+$` took 19 s at 28 characters with a backtracking RegExp. */
 const EVIL = `${'a'.repeat(30)}!`;
 
-/** A schema whose check doubles per level: a40 runs a0 2^40 times on any string. */
-function exponentialSchema(levels = 40) {
-  const defs = { a0: { type: 'string', minLength: 1 } };
-  for (let i = 1; i <= levels; i++)
-    defs[`a${i}`] = { allOf: [{ $ref: `#/$defs/a${i - 1}` }, { $ref: `#/$defs/a${i - 1}` }] };
-  return { $defs: defs, $ref: `#/$defs/a${levels}` };
-}
-
-const schemaRule = (schema) => ({ type: 'schema', schema, message: 'Output must match the schema' });
-
-const STALL_RULES = {
-  id: 'bench-stall-rules',
-  name: 'Stall rules',
-  description: 'Rules that stalled the server',
-  version: '1.0.0',
-  steps: [
-    {
-      id: 'pattern',
-      title: 'p',
-      prompt: 'p',
-      validationCriteria: [schemaRule({ type: 'string', pattern: '^(a+)+$' })],
-    },
-    {
-      id: 'pattern-props',
-      title: 'p',
-      prompt: 'p',
-      validationCriteria: [
-        schemaRule({ type: 'object', patternProperties: { '^(a+)+$': { type: 'number' } } }),
-      ],
-    },
-    {
-      id: 'unique',
-      title: 'p',
-      prompt: 'p',
-      validationCriteria: [schemaRule({ type: 'array', uniqueItems: true })],
-    },
-    { id: 'exponential', title: 'p', prompt: 'p', validationCriteria: [schemaRule(exponentialSchema())] },
-    {
-      id: 'slow-regex',
-      title: 'p',
-      prompt: 'p',
-      validationCriteria: [{ type: 'regex', pattern: '(?i)(\\w+\\s*){50}z', message: 'Needs a z' }],
-    },
-    {
-      id: 'redos',
-      title: 'p',
-      prompt: 'p',
-      validationCriteria: [{ type: 'regex', pattern: '^(a+)+$', message: 'a' }],
-    },
-  ],
-};
+/** The rules that once stalled the server, as test/engine-limits.test.ts saves them. */
+const STALL_RULES = JSON.parse(
+  readFileSync(new URL('../../test/fixtures/hostile/stall-rules.json', import.meta.url), 'utf8'),
+);
 
 function wideManifest() {
   const wide = {

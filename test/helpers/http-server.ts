@@ -109,6 +109,27 @@ export const STATELESS_ENVELOPE = {
   'io.modelcontextprotocol/clientCapabilities': {},
 };
 
+/**
+ * Raw 2026-07-28 requests to an HTTP endpoint, in the per-request envelope declaring `capabilities`,
+ * with the routing headers (Mcp-Method, and Mcp-Name when given): the whole JSON-RPC answer.
+ */
+export function poster2026(url: string, capabilities: Json) {
+  const envelope = {
+    ...STATELESS_ENVELOPE,
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
+    'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1.0.0' },
+  };
+  return async (method: string, params: Json, name?: string): Promise<Json> => {
+    const res = await post(
+      url,
+      { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: envelope } },
+      { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) },
+    );
+    if (!res.json) throw new Error(`no answer (${res.status}): ${res.text}`);
+    return res.json;
+  };
+}
+
 /** A stateless (2026-07-28) call: any server process, any replica, can answer it. */
 export async function statelessCall(url: string, method: string, params: Json): Promise<Json> {
   const res = await post(
