@@ -10,21 +10,10 @@ import { startHttp } from '../src/transports/http.js';
 import { addToken } from '../src/transports/http-auth.js';
 import { startObservability } from '../src/transports/observability.js';
 import { httpClient } from './helpers/http-server.js';
-import { callTool, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
+import { callTool, type Sandbox, sandbox, tokenOf, twoSteps } from './helpers/server.js';
 import { validationWorkerUrl } from './helpers/validation-worker.js';
 
-const DURABLE = `id: observed
-name: Observed
-description: Two agent steps
-version: 1.0.0
-steps:
-  - id: first
-    title: First
-    prompt: Do the first thing.
-  - id: second
-    title: Second
-    prompt: Do the second thing.
-`;
+const DURABLE = twoSteps('observed', 'Observed');
 
 const pg = await findTestServer();
 if (pg.url === undefined) process.stderr.write(skipNotice('metrics on PostgreSQL', pg.why));

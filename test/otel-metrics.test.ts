@@ -13,24 +13,13 @@ import { startOtelMetrics } from '../src/telemetry/otel-metrics.js';
 import { createPrometheus, type MetricSources } from '../src/telemetry/prometheus.js';
 import { setupOtelMetrics } from '../src/telemetry/setup.js';
 import { inProcessClient } from './helpers/in-process.js';
-import { callTool, sandbox, tokenOf } from './helpers/server.js';
+import { callTool, sandbox, tokenOf, twoSteps } from './helpers/server.js';
 
 // The instruments of /metrics exported through OpenTelemetry: the prom-client registry is read by the
 // SDK at each export (one set of definitions), here into an in-memory exporter, after a real step
 // through the MCP protocol (in-process SDK client).
 
-const WORKFLOW = `id: metered
-name: Metered
-description: Two agent steps
-version: 1.0.0
-steps:
-  - id: first
-    title: First
-    prompt: Do the first thing.
-  - id: second
-    title: Second
-    prompt: Do the second thing.
-`;
+const WORKFLOW = twoSteps('metered', 'Metered');
 
 const SOURCES: MetricSources = {
   executionsByState: async () => ({ running: 2, completed: 5 }),

@@ -13,23 +13,14 @@ import type { AppOptions } from '../src/app.js';
 import { conformanceFixtures } from '../src/protocol/conformance-fixtures.js';
 import { poster2026 } from './helpers/http-server.js';
 import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
-import { CLI, type Sandbox, sandbox } from './helpers/server.js';
+import { CLI, type Sandbox, sandbox, twoSteps } from './helpers/server.js';
 
 type Json = Record<string, any>;
 
 let sb: Sandbox;
 const closers: (() => Promise<unknown>)[] = [];
 
-const TWO_STEPS = [
-  'id: two-steps',
-  'name: Two steps',
-  'description: Two agent steps',
-  'version: 1.0.0',
-  'steps:',
-  '  - {id: first, title: First, prompt: Do the first thing.}',
-  '  - {id: second, title: Second, prompt: Do the second thing.}',
-  '',
-].join('\n');
+const TWO_STEPS = twoSteps('two-steps', 'Two steps');
 
 /** A workflow of someone's that no repair of another workflow may touch. */
 const PRECIOUS = TWO_STEPS.replace('id: two-steps', 'id: precious').replace('Two steps', 'Precious');

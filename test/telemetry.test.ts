@@ -7,7 +7,7 @@ import type { Decider } from '../src/executions/execution-service.js';
 import { startTracing, type Tracing } from '../src/telemetry/otel.js';
 import { ATTR } from '../src/telemetry/trace.js';
 import { inProcessClient } from './helpers/in-process.js';
-import { callTool, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
+import { callTool, FIXTURES, type Sandbox, sandbox, tokenOf, twoSteps } from './helpers/server.js';
 import { apiSandbox, type TasksApi } from './helpers/tasks-api.js';
 
 type Json = Record<string, any>;
@@ -17,18 +17,7 @@ const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT_ID = '00f067aa0ba902b7';
 const traceparent = `00-${TRACE_ID}-${PARENT_ID}-01`;
 
-const DURABLE = `id: traced-durable
-name: Traced durable
-description: Two agent steps
-version: 1.0.0
-steps:
-  - id: first
-    title: First
-    prompt: Do the first thing.
-  - id: second
-    title: Second
-    prompt: Do the second thing.
-`;
+const DURABLE = twoSteps('traced-durable', 'Traced durable');
 
 const COMMAND = `id: traced-command
 name: Traced command

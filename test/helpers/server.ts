@@ -19,6 +19,20 @@ export interface Sandbox {
   cleanup(): void;
 }
 
+/** A workflow of two agent steps (`first`, `second`), as YAML: the smallest one that advances. */
+export function twoSteps(id: string, name: string): string {
+  return [
+    `id: ${id}`,
+    `name: ${name}`,
+    'description: Two agent steps',
+    'version: 1.0.0',
+    'steps:',
+    '  - {id: first, title: First, prompt: Do the first thing.}',
+    '  - {id: second, title: Second, prompt: Do the second thing.}',
+    '',
+  ].join('\n');
+}
+
 export function sandbox(extraEnv: Record<string, string> = {}): Sandbox {
   const root = mkdtempSync(join(tmpdir(), 'wl-test-'));
   const home = join(root, 'home');
