@@ -13,6 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { dashboardScenario, printDashboard } from './dashboard.mjs';
 import {
   cliOf,
+  generatedWorkflows,
   INIT_PARAMS,
   LineServer,
   loopWorkflow,
@@ -297,29 +298,6 @@ async function tasksScenario(env) {
   } finally {
     await server.stop();
     await api.stop();
-  }
-}
-
-function generatedWorkflows(dir, n) {
-  mkdirSync(dir, { recursive: true });
-  for (let i = 0; i < n; i++) {
-    const steps = Array.from({ length: 8 }, (_, s) => ({
-      id: `step-${s}`,
-      title: `Step ${s}`,
-      prompt: `Do part ${s} of generated workflow ${i}. `.repeat(4),
-      runCondition: s % 2 ? { var: 'taskScope', not_equals: 'small' } : undefined,
-      validationCriteria: [{ type: 'length', min: 5, message: 'say something' }],
-    }));
-    writeFileSync(
-      join(dir, `generated-${i}.json`),
-      JSON.stringify({
-        id: `generated-${i}`,
-        name: `Generated ${i}`,
-        description: 'bench',
-        version: '1.0.0',
-        steps,
-      }),
-    );
   }
 }
 

@@ -133,6 +133,30 @@ export function peakRssOf(pid) {
   return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
+/** A workflow of 8 steps with conditions and a length rule, as the bench generates them (a JSON text). */
+export function generatedWorkflow(i) {
+  const steps = Array.from({ length: 8 }, (_, s) => ({
+    id: `step-${s}`,
+    title: `Step ${s}`,
+    prompt: `Do part ${s} of generated workflow ${i}. `.repeat(4),
+    runCondition: s % 2 ? { var: 'taskScope', not_equals: 'small' } : undefined,
+    validationCriteria: [{ type: 'length', min: 5, message: 'say something' }],
+  }));
+  return JSON.stringify({
+    id: `generated-${i}`,
+    name: `Generated ${i}`,
+    description: 'bench',
+    version: '1.0.0',
+    steps,
+  });
+}
+
+/** `n` generated workflows as files in `dir`. */
+export function generatedWorkflows(dir, n) {
+  mkdirSync(dir, { recursive: true });
+  for (let i = 0; i < n; i++) writeFileSync(join(dir, `generated-${i}.json`), generatedWorkflow(i));
+}
+
 /** Writes `bench-loop`, a workflow that loops on one agent step while `more` is true, into `dir`. */
 export function loopWorkflow(dir) {
   mkdirSync(dir, { recursive: true });

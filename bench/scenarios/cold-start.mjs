@@ -9,10 +9,19 @@
 // bench/scenarios/cold-start.mjs [--rounds 10] [--pages 1000] [--cli path/to/dist/cli.js]
 // [--before path/to/other/dist/cli.js]` after `npm run build`; `--before` measures another build in the
 // same rounds (before/after numbers from one run).
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { INIT_PARAMS, LineServer, measureFloor, ratio, round, stats } from '../lib.mjs';
+import {
+  generatedWorkflow,
+  generatedWorkflows,
+  INIT_PARAMS,
+  LineServer,
+  measureFloor,
+  ratio,
+  round,
+  stats,
+} from '../lib.mjs';
 import { numberArg, runAlone } from '../pg-lib.mjs';
 
 export const title =
@@ -24,24 +33,6 @@ export async function skip() {
 }
 
 const GOALS = { bundledCold: 3, generatedCold: 10, bundledWarm: 2, pagedListMs: 2, checkMs: 0.3 };
-
-/** A workflow of 8 steps with conditions and a length rule, as the main bench generates them. */
-function generated(i) {
-  const steps = Array.from({ length: 8 }, (_, s) => ({
-    id: `step-${s}`,
-    title: `Step ${s}`,
-    prompt: `Do part ${s} of generated workflow ${i}. `.repeat(4),
-    runCondition: s % 2 ? { var: 'taskScope', not_equals: 'small' } : undefined,
-    validationCriteria: [{ type: 'length', min: 5, message: 'say something' }],
-  }));
-  return JSON.stringify({
-    id: `generated-${i}`,
-    name: `Generated ${i}`,
-    description: 'bench',
-    version: '1.0.0',
-    steps,
-  });
-}
 
 async function firstList(cli, env) {
   const server = new LineServer(cli, env);
@@ -102,7 +93,7 @@ export { checkDefinition } from './src/workflows/check.ts';`,
     workerUrl: pathToFileURL(join(ctx.root, 'dist', 'validation-worker.js')),
   });
   const sets = {
-    'generated (8 steps, length rules)': Array.from({ length: 200 }, (_, i) => generated(i)),
+    'generated (8 steps, length rules)': Array.from({ length: 200 }, (_, i) => generatedWorkflow(i)),
     'bundled coding-task-workflow.json': [
       readFileSync(join(ctx.root, 'workflows', 'coding-task-workflow.json'), 'utf8'),
     ],
@@ -136,8 +127,7 @@ export async function run(ctx) {
   const rounds = numberArg(ctx.args, 'rounds', 10);
   const pages = numberArg(ctx.args, 'pages', 1000);
   const storage = join(ctx.tmp, 'storage');
-  mkdirSync(storage, { recursive: true });
-  for (let i = 0; i < 1000; i++) writeFileSync(join(storage, `generated-${i}.json`), generated(i));
+  generatedWorkflows(storage, 1000);
   const base = {
     PATH: process.env.PATH,
     HOME: join(ctx.tmp, 'home'),
