@@ -31,6 +31,18 @@ function cli(box: Sandbox, args: string[], env: Record<string, string> = {}) {
   return { code: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
+/** `list --json` on `box`: it succeeds and lists what `workflow_list` listed (`listed`). */
+function listsAsTheServer(box: Sandbox, listed: Json, env: Record<string, string> = {}) {
+  const printed = cli(box, ['list', '--json'], env);
+  expect(printed.code, printed.stderr).toBe(0);
+  const json = JSON.parse(printed.stdout) as Json;
+  expect({ workflows: json.workflows, broken: json.broken }).toEqual({
+    workflows: listed.workflows,
+    broken: listed.broken,
+  });
+  return { json, stderr: printed.stderr };
+}
+
 /** workflow_list through the real protocol, on the app the server builds (in-process). */
 async function workflowList(box: Sandbox, env: Record<string, string> = {}): Promise<Json> {
   const { client, close } = await inProcessClient(box, env);
@@ -69,13 +81,7 @@ describe('the CLI reads the workflows the server serves', () => {
       ].join('\n'),
     );
     const listed = await workflowList(sb);
-    const printed = cli(sb, ['list', '--json']);
-    expect(printed.code, printed.stderr).toBe(0);
-    const json = JSON.parse(printed.stdout) as Json;
-    expect({ workflows: json.workflows, broken: json.broken }).toEqual({
-      workflows: listed.workflows,
-      broken: listed.broken,
-    });
+    const { json } = listsAsTheServer(sb, listed);
     expect(json.broken.map((b: Json) => b.file)).toContain(join(sb.runtime, 'broken.yaml'));
     expect(json.workflows.find((w: Json) => w.id === 'needs-catalog')).toMatchObject({ ready: false });
   });
@@ -87,16 +93,10 @@ describe('the CLI when the PostgreSQL store cannot be reached', () => {
     // Port 1 refuses connections: the database's workflows are unavailable, the files' are not.
     const env = { WORKFLOWLOOKUP_DATABASE_URL: 'postgres://postgres:hunter2-secret@127.0.0.1:1/nowhere' };
     const listed = await workflowList(sb, env);
-    const printed = cli(sb, ['list', '--json'], env);
-    expect(printed.code, printed.stderr).toBe(0);
-    const json = JSON.parse(printed.stdout) as Json;
-    expect({ workflows: json.workflows, broken: json.broken }).toEqual({
-      workflows: listed.workflows,
-      broken: listed.broken,
-    });
+    const { json, stderr } = listsAsTheServer(sb, listed, env);
     expect(json.workflows.length).toBeGreaterThanOrEqual(7);
-    expect(printed.stderr).toContain('cannot connect to PostgreSQL at 127.0.0.1:1');
-    expect(printed.stderr).not.toContain('hunter2-secret');
+    expect(stderr).toContain('cannot connect to PostgreSQL at 127.0.0.1:1');
+    expect(stderr).not.toContain('hunter2-secret');
   });
 });
 
@@ -112,13 +112,7 @@ describe.skipIf(pgServer.url === undefined)('the CLI on a PostgreSQL store', () 
     const listed = await callTool(client, 'workflow_list', {});
     expect((listed.workflows as Json[]).map((w) => w.id)).toContain('saved-in-db');
 
-    const printed = cli(sb, ['list', '--json'], env);
-    expect(printed.code, printed.stderr).toBe(0);
-    const json = JSON.parse(printed.stdout) as Json;
-    expect({ workflows: json.workflows, broken: json.broken }).toEqual({
-      workflows: listed.workflows,
-      broken: listed.broken,
-    });
+    listsAsTheServer(sb, listed, env);
     expect(cli(sb, ['list'], env).stdout).toMatch(/^saved-in-db\s/m);
 
     const sources = cli(sb, ['sources'], env);
