@@ -211,6 +211,24 @@ export function loopServerEnvs(ctx, prefix) {
   };
 }
 
+/**
+ * The MCP URL a `serve --http` announced on stderr: the `mcp_url` of its JSON log line, or the plain
+ * line builds wrote before it was one (`--baseline` may run them). Only whole lines are read.
+ */
+export function announcedUrl(stderr) {
+  const whole = stderr.slice(0, stderr.lastIndexOf('\n') + 1);
+  for (const line of whole.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const event = JSON.parse(line);
+      if (typeof event.mcp_url === 'string') return event.mcp_url;
+    } catch {
+      // Not a log line: some other output.
+    }
+  }
+  return /Streamable HTTP at (\S+)/.exec(whole)?.[1];
+}
+
 /** One `serve --http` process on an ephemeral port; `pid` for its peak RSS. */
 export async function startHttpServer(cli, env) {
   const child = spawn(process.execPath, [cli, 'serve', '--http', '--port', '0'], {
@@ -222,10 +240,10 @@ export async function startHttpServer(cli, env) {
     const timer = setTimeout(() => reject(new Error(`no URL announced:\n${stderr}`)), 15_000);
     child.stderr.setEncoding('utf8').on('data', (chunk) => {
       stderr += chunk;
-      const found = /Streamable HTTP at (\S+)/.exec(stderr);
-      if (found) {
+      const found = announcedUrl(stderr);
+      if (found !== undefined) {
         clearTimeout(timer);
-        resolve(found[1]);
+        resolve(found);
       }
     });
     child.on('exit', () => reject(new Error(`replica exited:\n${stderr}`)));

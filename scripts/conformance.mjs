@@ -42,8 +42,18 @@ const url = await new Promise((resolve, reject) => {
   server.stderr.setEncoding('utf8');
   server.stderr.on('data', (chunk) => {
     stderr += chunk;
-    const found = /Streamable HTTP at http:\/\/127\.0\.0\.1:(\d+)(\/\S*)/.exec(stderr);
-    if (found) resolve(`http://localhost:${found[1]}${found[2]}`);
+    // The server announces its address in a JSON log line (stderr is not a terminal here): `mcp_url`.
+    for (const line of stderr.slice(0, stderr.lastIndexOf('\n') + 1).split('\n')) {
+      let announced;
+      try {
+        announced = line.startsWith('{') ? JSON.parse(line).mcp_url : undefined;
+      } catch {
+        // Not a log line: some other output.
+      }
+      if (typeof announced !== 'string') continue;
+      const { port, pathname } = new URL(announced);
+      resolve(`http://localhost:${port}${pathname}`);
+    }
   });
   server.on('exit', () => reject(new Error(`the server exited:\n${stderr}`)));
 });

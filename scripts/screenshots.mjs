@@ -192,8 +192,10 @@ const teamUrl = await new Promise((resolve) => {
   let err = '';
   team.stderr.setEncoding('utf8').on('data', (c) => {
     err += c;
-    const m = /dashboard at (\S+)/.exec(err);
-    if (m) resolve(m[1]);
+    // Its address is in the JSON log line serve --http writes when stderr is not a terminal.
+    for (const line of err.slice(0, err.lastIndexOf('\n') + 1).split('\n')) {
+      if (line.startsWith('{') && line.includes('"dashboard_url"')) resolve(JSON.parse(line).dashboard_url);
+    }
   });
 });
 const signIn = await browser.newPage({ viewport: { width: 1280, height: 520 }, deviceScaleFactor: 1 });

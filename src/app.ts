@@ -378,7 +378,7 @@ export function buildServices(
   const { store, registry, personas, engine, runtime, log } = parts;
   const { catalogs, commands, inputs } = parts.catalogs;
   // The operator's checks (WORKFLOWLOOKUP_CHECKS_FILE), read when executions are first used.
-  const loadChecks = async () => {
+  const loadChecks = async (secrets: readonly string[]) => {
     if (config.checksFile === undefined) return undefined;
     const { ConfiguredChecks, loadChecksFile } = await import('./executions/checks.js');
     const file = config.checksFile;
@@ -389,7 +389,7 @@ export function buildServices(
         // A remote client's submission would make the server host run a command: HTTP needs consent.
         allowed: parts.servesHttp !== true || config.httpChecks,
       },
-      { env: config.env, commands: commands.runner },
+      { env: config.env, commands: commands.runner, secrets, limits: config.checkSlots },
     );
   };
   const execution = onFirstUse(async () => {
@@ -398,8 +398,10 @@ export function buildServices(
       import('./executions/tokens.js'),
     ]);
     const opened = await store.open();
-    const tokens = new TokenService(loadTokenSecret(config.dataDir, config.tokenSecret), config.tokenTtlMs);
-    const checks = await loadChecks();
+    const secret = loadTokenSecret(config.dataDir, config.tokenSecret);
+    const tokens = new TokenService(secret, config.tokenTtlMs);
+    // The token secret (generated into the data dir, not an environment variable) is hidden in check output.
+    const checks = await loadChecks([secret.toString('utf8')]);
     return new ExecutionService({
       ...(checks ? { checks } : {}),
       ...(parts.clock ? { clock: parts.clock } : {}),
@@ -411,6 +413,7 @@ export function buildServices(
       commands,
       allowedEnv: config.allowedEnv,
       inputs,
+      approvers: config.approvers,
     });
   });
   // A store that cannot be opened is a storage error for the caller; the next call tries again.

@@ -16,6 +16,12 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Server-run checks at once: the machine running `npm test` for agents usually has few cores, so two
+ * at a time, one per principal, and a line of 32 behind them.
+ */
+export const DEFAULT_CHECK_SLOTS = { maxConcurrent: 2, maxPerPrincipal: 1, maxQueued: 32 } as const;
+
 export const DEFAULT_SESSIONS_PER_PRINCIPAL = 32;
 export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
 export const DEFAULT_AUTH_FAILURE_LIMIT = 30;
@@ -215,6 +221,11 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
       "ask the client's user to approve step outputs through MCP elicitation (form mode): default on over stdio, off over HTTP (see docs/approvals-and-checks.md); `true` or `false` for both",
   },
   {
+    name: 'WORKFLOWLOOKUP_APPROVERS',
+    description:
+      "principals (comma-separated) who may decide approvals of other principals' steps that name them in `approvers`; a workflow's `approvers` alone grants nothing (default none: each execution's owner decides)",
+  },
+  {
     name: 'WORKFLOWLOOKUP_CHECKS_FILE',
     description:
       'JSON or YAML file of the checks steps may name (`verify: {check}`) and the server runs; unset: no checks',
@@ -222,6 +233,18 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
   {
     name: 'WORKFLOWLOOKUP_HTTP_CHECKS',
     description: '`1`/`true` lets `serve --http` run the configured checks (off by default)',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_CHECKS_MAX_CONCURRENT',
+    description: `server-run checks (command and HTTP) running at once, default ${DEFAULT_CHECK_SLOTS.maxConcurrent}; more wait in line`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_CHECKS_MAX_PER_PRINCIPAL',
+    description: `server-run checks of one principal running at once, default ${DEFAULT_CHECK_SLOTS.maxPerPrincipal}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_CHECKS_MAX_QUEUED',
+    description: `server-run checks waiting for a slot, default ${DEFAULT_CHECK_SLOTS.maxQueued}; one more is refused with \`CHECK_BUSY\` (retryable; \`0\`: never wait)`,
   },
   { name: 'XDG_CONFIG_HOME', description: 'base of the default runtime dir on Linux' },
   { name: 'XDG_DATA_HOME', description: 'base of the default data dir on Linux' },
@@ -263,10 +286,17 @@ export interface Config {
   limits: Limits;
   /** Whether approvals are asked of the client's user through elicitation, per transport. */
   approvalElicitation: { stdio: boolean; http: boolean };
+  /**
+   * Principals who may decide other principals' approvals where a step names them
+   * (WORKFLOWLOOKUP_APPROVERS): the operator's grant, never a workflow author's.
+   */
+  approvers: ReadonlySet<string>;
   /** The operator's checks file (WORKFLOWLOOKUP_CHECKS_FILE), absolute; undefined: no checks. */
   checksFile: string | undefined;
   /** Whether `serve --http` may run checks (WORKFLOWLOOKUP_HTTP_CHECKS). */
   httpChecks: boolean;
+  /** How many checks run at once, per principal, and wait (WORKFLOWLOOKUP_CHECKS_MAX_*). */
+  checkSlots: { maxConcurrent: number; maxPerPrincipal: number; maxQueued: number };
 }
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 60 * 60;
@@ -580,8 +610,22 @@ export function loadConfig(options: ConfigOptions = {}): Config {
       ),
     },
     approvalElicitation: { stdio: true, http: false },
+    approvers: new Set(list(env.WORKFLOWLOOKUP_APPROVERS)),
     checksFile: undefined,
     httpChecks: false,
+    checkSlots: {
+      maxConcurrent: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_CHECKS_MAX_CONCURRENT',
+        DEFAULT_CHECK_SLOTS.maxConcurrent,
+      ),
+      maxPerPrincipal: wholeNumber(
+        env,
+        'WORKFLOWLOOKUP_CHECKS_MAX_PER_PRINCIPAL',
+        DEFAULT_CHECK_SLOTS.maxPerPrincipal,
+      ),
+      maxQueued: wholeNumber(env, 'WORKFLOWLOOKUP_CHECKS_MAX_QUEUED', DEFAULT_CHECK_SLOTS.maxQueued, 0),
+    },
   };
   const elicit = env.WORKFLOWLOOKUP_APPROVAL_ELICITATION?.trim() ?? '';
   config.approvalElicitation =

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addToken } from '../src/transports/http-auth.js';
-import { csrfOf, raw } from './helpers/dashboard.js';
+import { csrfOf, decisionFieldsOf, raw } from './helpers/dashboard.js';
 import { inProcessHttp } from './helpers/in-process-http.js';
 import { callTool, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
@@ -90,21 +90,24 @@ describe('the Approvals page', () => {
     expect(list.body).toContain('Ship these release notes?');
     expect(list.body).toContain('release notes: faster start-up');
     const csrf = csrfOf(list.body);
+    const shown = decisionFieldsOf(list.body);
 
     // The agent's own credential signs in (it has read) but may not decide, even with a valid form token.
     const agentSession = await signIn(tokens.agent as string);
     const asAgent = await page('/dashboard/approvals', agentSession);
     expect(asAgent.body).toContain('need the approve scope');
     expect(asAgent.body).not.toContain('name="decision"');
-    const refused = await decide(agentSession, { csrf, decision: 'approve' });
+    const refused = await decide(agentSession, { csrf, ...shown, decision: 'approve' });
     expect(refused.status).toBe(403);
 
     // Forged, missing and cross-site.
-    expect((await decide(alice, { csrf: `${csrf}x`, decision: 'approve' })).status).toBe(403);
-    expect((await decide(alice, { decision: 'approve' })).status).toBe(403);
+    expect((await decide(alice, { csrf: `${csrf}x`, ...shown, decision: 'approve' })).status).toBe(403);
+    expect((await decide(alice, { ...shown, decision: 'approve' })).status).toBe(403);
+    // A form that does not name what it decides decides nothing.
+    expect((await decide(alice, { csrf, decision: 'approve' })).status).toBe(400);
     const crossSite = await decide(
       alice,
-      { csrf, decision: 'approve' },
+      { csrf, ...shown, decision: 'approve' },
       {
         ...formHeaders(alice),
         'sec-fetch-site': 'cross-site',
@@ -132,8 +135,8 @@ describe('the Approvals page', () => {
     expect(bobPage).toContain(bobStarted.execution_id);
     expect(bobPage).not.toContain(execution);
     const bobCsrf = csrfOf(bobPage);
-    expect((await decide(bob, { csrf, decision: 'approve' })).status).toBe(403); // alice's form token
-    const asBob = await decide(bob, { csrf: bobCsrf, decision: 'approve' });
+    expect((await decide(bob, { csrf, ...shown, decision: 'approve' })).status).toBe(403); // alice's form token
+    const asBob = await decide(bob, { csrf: bobCsrf, ...shown, decision: 'approve' });
     expect(asBob.status).toBe(404);
     expect((await page(`/dashboard/approvals?execution=${execution}`, bob)).status).toBe(404);
 
@@ -147,8 +150,10 @@ describe('the Approvals page', () => {
 
   it('an approver decides with a reason; the agent moves on; who, when and why are shown', async () => {
     const alice = await signIn(tokens.alice as string);
-    const csrf = csrfOf((await page('/dashboard/approvals', alice)).body);
-    const approved = await decide(alice, { csrf, decision: 'approve', reason: 'notes read, fine' });
+    const body = (await page('/dashboard/approvals', alice)).body;
+    const csrf = csrfOf(body);
+    const shown = decisionFieldsOf(body);
+    const approved = await decide(alice, { csrf, ...shown, decision: 'approve', reason: 'notes read, fine' });
     expect(approved.status).toBe(303);
     expect(approved.headers.location).toBe('/dashboard/approvals?notice=approved');
     const poll = await callTool(agent, 'workflow_next_step', {
@@ -165,7 +170,29 @@ describe('the Approvals page', () => {
     expect(detail.body).toContain('approval_decided');
     expect(detail.body).toContain('notes read, fine');
     // Deciding again: nothing pending any more.
-    const again = await decide(alice, { csrf, decision: 'reject' });
+    const again = await decide(alice, { csrf, ...shown, decision: 'reject' });
     expect(again.headers.location).toBe('/dashboard/approvals?notice=conflict');
+  });
+
+  it("hides a server bearer token (wlt_…) and strips terminal controls from an agent's summary", async () => {
+    // An agent pastes a credential of this server into its summary, with escapes and a bidi override.
+    const leaked = tokens.bob as string;
+    const started = await callTool(agent, 'workflow_start', { workflow_id: 'release-approval' });
+    const waiting = await callTool(agent, 'workflow_next_step', {
+      token: tokenOf(started),
+      output: {
+        summary: `release notes: set TOKEN=${leaked}\x1b]0;owned\x07 \x1b[2Jdone \u202egnp.exe`,
+      },
+    });
+    expect(waiting.approval.status).toBe('pending');
+    const alice = await signIn(tokens.alice as string);
+    const body = (await page('/dashboard/approvals', alice)).body;
+    expect(body).toContain(started.execution_id);
+    expect(body).toContain('release notes: set TOKEN=[hidden]');
+    expect(body).not.toContain(leaked.slice(4, 24));
+    expect(body).not.toContain('owned');
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what is looked for
+    expect(body).not.toMatch(/[\x00-\x08\x0b\x0c\x0e-\x1f\u202a-\u202e]/);
+    expect(body).toContain('done gnp.exe');
   });
 });

@@ -3,7 +3,7 @@ import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Decider } from '../src/executions/execution-service.js';
+import type { Decider, DecisionTarget, ExecutionService } from '../src/executions/execution-service.js';
 import { poster2026 } from './helpers/http-server.js';
 import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
 import { postgresFor } from './helpers/postgres.js';
@@ -47,6 +47,13 @@ async function setup(
 
 const NOTES = { summary: 'release notes: fixed the parser, added --json' };
 
+/** The approval an execution waits on now, as a person would name it after reading it. */
+async function pendingOf(svc: ExecutionService, executionId: string): Promise<DecisionTarget> {
+  const pending = (await svc.approvalsOf(executionId, null))?.find((a) => a.status === 'pending');
+  if (pending === undefined) throw new Error(`nothing pending on ${executionId}`);
+  return { approval_id: pending.approval_id };
+}
+
 describe('approval gates', () => {
   it('waits for a person: polls (even concurrent ones) and the old token move nothing; an approval moves on', async () => {
     const { call, service } = await setup();
@@ -87,11 +94,14 @@ describe('approval gates', () => {
 
     const svc = await service();
     expect((await svc.pendingApprovals(null)).map((p) => p.execution_id)).toEqual([started.execution_id]);
-    await svc.decide(started.execution_id, 'approve', OPERATOR, 'looks right');
+    const shown = await pendingOf(svc, started.execution_id);
+    await svc.decide(started.execution_id, 'approve', OPERATOR, 'looks right', shown);
     const moved = await call('workflow_next_step', { token: poll, output: { summary: 'poll' } });
     expect(moved).toMatchObject({ success: true, step_name: 'publish' });
     // Deciding again: nothing is pending.
-    await expect(svc.decide(started.execution_id, 'reject', OPERATOR)).rejects.toMatchObject({
+    await expect(
+      svc.decide(started.execution_id, 'reject', OPERATOR, undefined, shown),
+    ).rejects.toMatchObject({
       error: { code: 'state_conflict' },
     });
     const events = await call('workflow_executions', {});
@@ -116,7 +126,13 @@ describe('approval gates', () => {
     const started = await call('workflow_start', { workflow_id: 'release-approval' });
     const waiting = await call('workflow_next_step', { token: tokenOf(started), output: NOTES });
     const svc = await service();
-    await svc.decide(started.execution_id, 'reject', OPERATOR, 'mention the breaking change');
+    await svc.decide(
+      started.execution_id,
+      'reject',
+      OPERATOR,
+      'mention the breaking change',
+      await pendingOf(svc, started.execution_id),
+    );
     const back = await call('workflow_next_step', { token: tokenOf(waiting), output: { summary: 'poll' } });
     expect(back).toMatchObject({
       success: false,
@@ -137,9 +153,10 @@ describe('approval gates', () => {
     const started = await call('workflow_start', { workflow_id: 'release-approval' });
     const waiting = await call('workflow_next_step', { token: tokenOf(started), output: NOTES });
     const svc = await service();
+    const shown = await pendingOf(svc, started.execution_id);
     const results = await Promise.allSettled([
-      svc.decide(started.execution_id, 'approve', OPERATOR, 'first'),
-      svc.decide(started.execution_id, 'reject', OPERATOR, 'second'),
+      svc.decide(started.execution_id, 'approve', OPERATOR, 'first', shown),
+      svc.decide(started.execution_id, 'reject', OPERATOR, 'second', shown),
     ]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
@@ -177,13 +194,16 @@ describe('approval gates', () => {
     await call('workflow_next_step', { token: tokenOf(started), output: NOTES });
     const svc = await service();
     const stranger: Decider = { principal: 'mallory', name: 'mallory', via: 'dashboard' };
-    await expect(svc.decide(started.execution_id, 'approve', stranger)).rejects.toMatchObject({
+    const shown = await pendingOf(svc, started.execution_id);
+    await expect(
+      svc.decide(started.execution_id, 'approve', stranger, undefined, shown),
+    ).rejects.toMatchObject({
       error: { code: 'execution_not_found' },
     });
     expect(await svc.pendingApprovals('mallory')).toEqual([]);
     expect(await svc.pendingApprovals('local')).toHaveLength(1);
     const owner: Decider = { principal: 'local', name: 'local', via: 'dashboard' };
-    await svc.decide(started.execution_id, 'approve', owner);
+    await svc.decide(started.execution_id, 'approve', owner, undefined, shown);
   });
 
   it("asks the client's user through form elicitation over stdio, and records who decided", async () => {
@@ -337,18 +357,33 @@ describe('workflowlookup approvals | approve | reject (dist/cli.js on the server
     const json = JSON.parse(cli('approvals', '--json').stdout);
     expect(json.pending[0]).toMatchObject({ execution_id: started.execution_id, status: 'pending' });
 
-    const approved = cli('approve', started.execution_id, '--reason', 'checked the notes');
+    const approvalId = json.pending[0].approval_id as string;
+    // Each line leads with the approval id: what `approve` names, so it decides what was read.
+    expect(listed.stdout).toContain(`${approvalId}  ${started.execution_id}`);
+
+    // An execution id does not say which output: the answer names the approval to decide (exit 2).
+    const byExecution = cli('approve', started.execution_id);
+    expect(byExecution.status).toBe(2);
+    expect(byExecution.stderr).toContain(`workflowlookup approve ${approvalId}`);
+    expect(byExecution.stderr).toContain('Ship these release notes?');
+
+    const approved = cli('approve', approvalId, '--reason', 'checked the notes');
     expect(approved.status).toBe(0);
     expect(approved.stdout).toMatch(/approved by cli:/);
     const moved = await call('workflow_next_step', { token: tokenOf(waiting), output: { summary: 'poll' } });
     expect(moved.step_name).toBe('publish');
 
-    const again = cli('reject', started.execution_id);
+    const again = cli('reject', approvalId);
     expect(again.status).toBe(1);
     expect(again.stderr).toContain('has no approval pending');
     const unknown = cli('approve', 'exec_nope');
     expect(unknown.status).toBe(1);
     expect(unknown.stderr).toContain('Execution not found');
+    const unknownApproval = cli('approve', 'appr_nope');
+    expect(unknownApproval.status).toBe(1);
+    expect(unknownApproval.stderr).toContain('no such approval');
+    const none = cli('approve');
+    expect(none.status).toBe(2);
     expect(cli('approvals').stdout).toContain('No approvals pending');
   });
 });
@@ -366,7 +401,9 @@ describe.skipIf(pgServer.url === undefined)('approvals on PostgreSQL', () => {
     const svc = await service();
     const [pending] = await svc.pendingApprovals(null);
     expect(pending).toMatchObject({ execution_id: started.execution_id, output: NOTES, approvers: null });
-    await svc.decide(started.execution_id, 'reject', OPERATOR, 'not yet');
+    await svc.decide(started.execution_id, 'reject', OPERATOR, 'not yet', {
+      approval_id: pending?.approval_id ?? '',
+    });
     const back = await call('workflow_next_step', { token: tokenOf(waiting), output: { summary: 'poll' } });
     expect(back.approval).toMatchObject({ status: 'rejected', reason: 'not yet' });
     const rows = await pgServer.database().admin(`SELECT status, decided_via FROM ${schema.name}.approvals`);

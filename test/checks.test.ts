@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
 import { CLI, callTool, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 import { apiSandbox } from './helpers/tasks-api.js';
@@ -198,6 +199,231 @@ describe('server-run checks', () => {
     expect(run.tail).not.toContain('NOT_ALLOWED');
     expect(run.tail).not.toContain('sup3r-s3cret-value');
     expect(run.tail).toContain('[hidden]');
+  });
+
+  it('strips terminal controls from the tail and hides wlt_ tokens and the token secret in any form', async () => {
+    const { sb, work } = prepare({}, { noisy: 'noisy' });
+    const data = sb.env.WORKFLOWLOOKUP_DATA_DIR as string;
+    const staticToken = `wlt_${Buffer.alloc(32, 9).toString('base64url')}`;
+    const envSecret = 'env-secret-value-0123456789';
+    // What the check prints: escapes of every kind, controls, a bidi override, CR line ends, and the
+    // server's secrets as they are, in hex, upper case and split over lines. Raw: the escapes are the
+    // child's to write (a NUL cannot travel in an argument).
+    const body = String.raw`
+      const fs = require('fs');
+      const secret = fs.readFileSync(${JSON.stringify(join(data, 'token-secret'))}, 'utf8').trim();
+      const env = process.env.DEPLOY_TOKEN;
+      const hex = (s) => Buffer.from(s).toString('hex');
+      const out = [
+        '\x1b[2J\x1b[H\x1b[1;31mFAIL\x1b[0m 1 failing',
+        '\x1b]0;owned-title\x07\x1b]52;c;Y2xpcGJvYXJk\x07\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\',
+        'name: \u202egnp.exe\u2066x\u2069 nul:\x00: bell:\x07: c1:\x9b31m:',
+        'progress 10%\rprogress 100%\r\nstatic ' + ${JSON.stringify(staticToken)},
+        'plain ' + secret, 'hex ' + hex(secret).toUpperCase(), 'upper ' + secret.toUpperCase(),
+        'wrapped ' + secret.replace(/(.{16})/g, '$1\n'), 'crlf ' + secret.slice(0, 5) + '\r\n' + secret.slice(5),
+        'env hex ' + hex(env), 'env split ' + env.slice(0, 7) + '\n' + env.slice(7),
+      ];
+      process.stdout.write(out.join('\n') + '\n');
+      process.exit(1);`;
+    writeFileSync(
+      sb.env.WORKFLOWLOOKUP_CHECKS_FILE as string,
+      JSON.stringify({
+        checks: { noisy: { ...script(body), cwd: 'directory', directory: work, env: ['DEPLOY_TOKEN'] } },
+      }),
+    );
+    const call = await connect(sb, { DEPLOY_TOKEN: envSecret });
+    const started = await call('workflow_start', { workflow_id: 'noisy' });
+    const failed = await call('workflow_next_step', { token: tokenOf(started), output: { summary: 'done' } });
+    expect(failed).toMatchObject({ success: false, check: { passed: false, exit_code: 1 } });
+    const secret = readFileSync(join(data, 'token-secret'), 'utf8').trim();
+    const app = open[0] as unknown as { app: { services: { executions(): Promise<any> } } };
+    const events = await (await app.app.services.executions()).queries.telemetry(
+      { execution_id: started.execution_id, limit: 50 },
+      { principal: 'local' },
+    );
+    const recorded = events.find((e: Json) => e.event_type === 'check_run')?.metadata.tail as string;
+    for (const [where, tail] of [
+      ['answer', failed.check.tail as string],
+      ['telemetry', recorded],
+    ] as const) {
+      expect(tail, where).toContain('FAIL 1 failing\nclick\nname: gnp.exex nul:: bell:: c1::');
+      expect(tail, where).toContain('progress 10%\nprogress 100%\nstatic [hidden]');
+      // No control character but newline, no C1 control, no bidi control is left.
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what is looked for
+      expect(tail, where).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/);
+      expect(tail, where).not.toContain('owned-title');
+      expect(tail, where).not.toContain('evil.example');
+      expect(tail, where).not.toContain('Y2xpcGJvYXJk');
+      const flat = tail.replace(/\s/g, '').toLowerCase();
+      for (const hidden of [secret, Buffer.from(secret).toString('hex'), staticToken, envSecret]) {
+        expect(flat, where).not.toContain(hidden.slice(4, 20).toLowerCase());
+      }
+      expect(flat, where).not.toContain(Buffer.from(envSecret).toString('hex').slice(4, 20));
+      for (const label of ['plain', 'hex', 'upper', 'wrapped', 'crlf', 'envhex', 'envsplit'])
+        expect(flat, `${where} ${label}`).toMatch(new RegExp(`${label}\\[hidden\\]`));
+    }
+  });
+
+  it('strips terminal controls from HTTP check tails and from command step outputs', async () => {
+    const { api, sb } = await apiSandbox();
+    boxes.push(sb);
+    open.push({ close: () => api.stop() });
+    const noisy = 'Title \x1b[2J\x1b]0;owned\x07\x1b]8;;https://evil.example/\x07link\u202egnp.exe\r\nend';
+    const checksFile = join(sb.root, 'checks.json');
+    writeFileSync(
+      checksFile,
+      JSON.stringify({
+        checks: {
+          'api-echo': {
+            http: { run: 'tasks-api create-task', with: { projectId: 'p1' }, body: { title: noisy } },
+          },
+        },
+      }),
+    );
+    writeFileSync(
+      join(sb.runtime, 'noisy-api.yaml'),
+      `id: noisy-api
+name: noisy-api
+description: a command step whose API answers with terminal controls
+version: 1.0.0
+steps:
+  - id: make
+    title: Make a task
+    run: tasks-api create-task
+    with: { projectId: p1 }
+    body: { title: ${JSON.stringify(noisy)} }
+  - id: fix
+    title: Fix it
+    prompt: "Fix the task titled: \${{ steps.make.output.title }}"
+    verify:
+      check: api-echo
+  - id: done
+    title: Done
+    prompt: Summarize.
+`,
+    );
+    const call = await connect(sb, { WORKFLOWLOOKUP_CHECKS_FILE: checksFile });
+    await call('catalog_import_openapi', {
+      source: join(FIXTURES, 'openapi', 'tasks-api.yaml'),
+      catalog_title: 'Tasks API',
+      base_url: api.baseUrl,
+    });
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what is looked for
+    const controls = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\\u001b|\\u0007/;
+    const started = await call('workflow_start', { workflow_id: 'noisy-api' });
+    expect(started).toMatchObject({ success: true, step_name: 'fix' });
+    expect(started.commands[0].output.title).toBe('Title linkgnp.exe\nend');
+    expect(started.agent_content).toContain('Title linkgnp.exe\nend');
+    expect(started.agent_content).not.toMatch(controls);
+    const done = await call('workflow_next_step', { token: tokenOf(started), output: { summary: 'ok' } });
+    expect(done).toMatchObject({ success: true, step_name: 'done' });
+    const app = open[1] as unknown as { app: { services: { executions(): Promise<any> } } };
+    const events = await (await app.app.services.executions()).queries.telemetry(
+      { execution_id: started.execution_id, limit: 50 },
+      { principal: 'local' },
+    );
+    const tail = events.find((e: Json) => e.event_type === 'check_run')?.metadata.tail as string;
+    expect(tail).toContain('Title linkgnp.exe');
+    expect(tail).not.toMatch(controls);
+    expect(tail).not.toContain('owned');
+  });
+
+  it('ends what a passing check left running in the background', async () => {
+    const { sb, work } = prepare(
+      (dir) => ({
+        leaves: {
+          command: '/bin/sh',
+          // One grandchild holds the output pipe, one does not; both would write a marker later.
+          args: [
+            '-c',
+            '(sleep 2; touch held) & echo $! > held.pid; (sleep 2; touch loose) >/dev/null 2>&1 & echo $! > loose.pid; echo started; exit 0',
+          ],
+          cwd: 'directory',
+          directory: dir,
+          env: ['PATH'],
+        },
+      }),
+      { leaves: 'leaves' },
+    );
+    const call = await connect(sb);
+    const started = await call('workflow_start', { workflow_id: 'leaves' });
+    const done = await call('workflow_next_step', { token: tokenOf(started), output: { summary: 'ok' } });
+    expect(done).toMatchObject({ success: true, step_name: 'done' });
+    const running = (pid: number) => {
+      try {
+        return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    const pids = ['held.pid', 'loose.pid'].map((f) => Number(readFileSync(join(work, f), 'utf8')));
+    // Waits (bounded) for the grandchildren to be gone, rather than for their delay to pass: once
+    // they are, a marker either was written or never will be.
+    await expect.poll(() => pids.filter(running), { timeout: 15_000, interval: 50 }).toEqual([]);
+    expect(existsSync(join(work, 'held'))).toBe(false);
+    expect(existsSync(join(work, 'loose'))).toBe(false);
+  });
+
+  it('runs at most the allowed number of checks of one principal at once; the others wait their turn', async () => {
+    const { sb, work } = prepare({}, {});
+    const log = join(work, 'runs.log');
+    // Each run notes its start and end in one file (appends are atomic); overlaps are counted from it.
+    const body = `
+      const fs = require('fs');
+      fs.appendFileSync(${JSON.stringify(log)}, 'start\\n');
+      setTimeout(() => { fs.appendFileSync(${JSON.stringify(log)}, 'end\\n'); process.exit(0); }, 400);`;
+    writeFileSync(
+      sb.env.WORKFLOWLOOKUP_CHECKS_FILE as string,
+      JSON.stringify({ checks: { slow: { ...script(body), cwd: 'directory', directory: work } } }),
+    );
+    const n = 6;
+    for (let i = 0; i < n; i++)
+      writeFileSync(join(sb.runtime, `capped-${i}.yaml`), workflow(`capped-${i}`, 'slow'));
+    // Three at once in all, two per principal: the per-principal limit is the one that binds here.
+    const call = await connect(sb, {
+      WORKFLOWLOOKUP_CHECKS_MAX_CONCURRENT: '3',
+      WORKFLOWLOOKUP_CHECKS_MAX_PER_PRINCIPAL: '2',
+    });
+    const starts = await Promise.all(
+      Array.from({ length: n }, (_, i) => call('workflow_start', { workflow_id: `capped-${i}` })),
+    );
+    const answers = await Promise.all(
+      starts.map((s) => call('workflow_next_step', { token: tokenOf(s), output: { summary: 'ok' } })),
+    );
+    for (const a of answers) expect(a).toMatchObject({ success: true, step_name: 'done' });
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    expect(lines.filter((l) => l === 'start')).toHaveLength(n);
+    let alive = 0;
+    let most = 0;
+    for (const line of lines) {
+      alive += line === 'start' ? 1 : -1;
+      most = Math.max(most, alive);
+    }
+    expect(most).toBeLessThanOrEqual(2);
+  });
+
+  it('reads the check limits strictly: defaults, zero queue allowed, anything else refused by name', () => {
+    const sb = sandbox();
+    boxes.push(sb);
+    const slots = (env: Record<string, string>) =>
+      loadConfig({ env: { ...sb.env, ...env }, cwd: sb.project }).checkSlots;
+    expect(slots({})).toEqual({ maxConcurrent: 2, maxPerPrincipal: 1, maxQueued: 32 });
+    expect(
+      slots({
+        WORKFLOWLOOKUP_CHECKS_MAX_CONCURRENT: '8',
+        WORKFLOWLOOKUP_CHECKS_MAX_PER_PRINCIPAL: '3',
+        WORKFLOWLOOKUP_CHECKS_MAX_QUEUED: '0',
+      }),
+    ).toEqual({ maxConcurrent: 8, maxPerPrincipal: 3, maxQueued: 0 });
+    for (const [name, value] of [
+      ['WORKFLOWLOOKUP_CHECKS_MAX_CONCURRENT', '0'],
+      ['WORKFLOWLOOKUP_CHECKS_MAX_CONCURRENT', '2.5'],
+      ['WORKFLOWLOOKUP_CHECKS_MAX_PER_PRINCIPAL', '-1'],
+      ['WORKFLOWLOOKUP_CHECKS_MAX_QUEUED', 'lots'],
+    ] as const) {
+      expect(() => slots({ [name]: value }), `${name}=${value}`).toThrow(ConfigError);
+      expect(() => slots({ [name]: value }), `${name}=${value}`).toThrow(name);
+    }
   });
 
   it('refuses an unknown check name (validation error) and a disabled one (CHECK_UNAVAILABLE)', async () => {

@@ -151,8 +151,11 @@ describe.skipIf(!RUNS)('dashboard in a browser', () => {
     const status = await call('workflow_executions', { states: ['paused'] });
     expect(status.executions.map((e: Json) => e.execution_id)).toContain(id);
 
-    // Resumed elsewhere: the open page follows.
-    await call('workflow_set_state', { execution_id: id, state: 'running' });
+    // A person's pause is not the agent's to lift; the principal's explicit override is, and the open
+    // page follows it.
+    const held = await call('workflow_set_state', { execution_id: id, state: 'running' });
+    expect(held.error.data.error_code).toBe('EXECUTION_STATE_CONFLICT');
+    await call('workflow_set_state', { execution_id: id, state: 'running', override_pause: true });
     await expect.poll(() => page.locator('#state').textContent(), { timeout: 10_000 }).toContain('running');
     expect(problems).toEqual([]);
     await page.context().close();

@@ -1,4 +1,4 @@
-import { cpSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_TABLE } from '../src/protocol/error-mapping.js';
@@ -67,6 +67,15 @@ describe('structured errors (seed 003 §10)', () => {
     await expectError('workflow_save', { content: yaml('escapee'), file_name: '../escapee.yaml' });
     await expectError('workflow_save', { content: yaml('escapee'), file_name: 'CON.yaml' });
     await expectError('workflow_delete', { workflow_id: 'twice-saved' });
+    // A schema whose check never ends (2^40 evaluations): its own work runs past the budget every time.
+    await rpc('workflow_save', {
+      content: readFileSync(join(FIXTURES, 'hostile', 'stall-rules.json'), 'utf8'),
+    });
+    await expectError('workflow_validate', {
+      workflowId: 'stall-rules',
+      stepId: 'exponential',
+      output: '"x"',
+    });
     const openapi = join(FIXTURES, 'openapi');
     await expectError('catalog_import_openapi', {
       source: join(openapi, 'broken.yaml'),
@@ -97,6 +106,57 @@ describe('structured errors (seed 003 §10)', () => {
       content: yaml('verified').replace('prompt: P}', 'prompt: P, verify: {check: unit-tests}}'),
     });
     await expectError('workflow_start', { workflow_name: 'verified' });
+    // Checks busy: one check runs (and waits for a file), none may queue, so a second is refused.
+    const busy = sandbox();
+    const [begun, release] = [join(busy.root, 'started'), join(busy.root, 'release')];
+    writeFileSync(
+      join(busy.root, 'checks.json'),
+      JSON.stringify({
+        checks: {
+          blocks: {
+            command: process.execPath,
+            args: [
+              '-e',
+              `const fs=require('fs');fs.writeFileSync(${JSON.stringify(begun)},'');setInterval(()=>{if(fs.existsSync(${JSON.stringify(release)}))process.exit(0)},20)`,
+            ],
+            cwd: 'directory',
+            directory: busy.root,
+          },
+        },
+      }),
+    );
+    writeFileSync(
+      join(busy.runtime, 'blocked.yaml'),
+      yaml('blocked').replace('prompt: P}', 'prompt: P, verify: {check: blocks}}'),
+    );
+    const crowded = new InProcessRaw({
+      env: {
+        ...busy.env,
+        WORKFLOWLOOKUP_DATA_DIR: join(busy.root, 'data'),
+        WORKFLOWLOOKUP_CHECKS_FILE: join(busy.root, 'checks.json'),
+        WORKFLOWLOOKUP_CHECKS_MAX_CONCURRENT: '1',
+        WORKFLOWLOOKUP_CHECKS_MAX_QUEUED: '0',
+      },
+      cwd: busy.project,
+    });
+    try {
+      await crowded.initialize();
+      const [first, second] = [
+        await rpc('workflow_start', { workflow_name: 'blocked' }, crowded),
+        await rpc('workflow_start', { workflow_name: 'blocked' }, crowded),
+      ];
+      const running = crowded.request('busy-1', 'workflow_next_step', {
+        token: tokenOf(first),
+        output: { summary: 's' },
+      });
+      for (let i = 0; i < 400 && !existsSync(begun); i++) await new Promise((r) => setTimeout(r, 25));
+      await expectError('workflow_next_step', { token: tokenOf(second), output: { summary: 's' } }, crowded);
+      writeFileSync(release, '');
+      expect((await running).result).toBeDefined();
+    } finally {
+      crowded.kill();
+      busy.cleanup();
+    }
 
     // Tasks: long work only as a task; what the client cannot do; unknown, finished and cancelled tasks.
     await expectError('workflow_run', { workflow_id: 'durable-demo' });
@@ -174,6 +234,12 @@ describe('structured errors (seed 003 §10)', () => {
       blocked.cleanup();
     }
 
+    // More scenarios than one workflow_test call may run: refused before any runs.
+    await expectError('workflow_test', {
+      content: yaml('too-many-tests'),
+      tests: { scenarios: Array.from({ length: 51 }, (_, i) => ({ name: `s${i}` })) },
+    });
+
     // A runtime dir the server cannot write: a specific error, not -32603.
     const readOnly = sandbox();
     const undo = makeReadOnly(readOnly.runtime);
@@ -201,7 +267,13 @@ describe('structured errors (seed 003 §10)', () => {
     // VALIDATION_CRITERIA_INVALID stays in the table for seed 002, but no source serves a workflow
     // whose criteria cannot be evaluated any more (they are broken: WORKFLOW_INVALID, -32002), so
     // workflow_validate cannot reach it. RUNTIME_DIR_READ_ONLY needs a directory this user cannot write.
-    const unreachable = new Set(['VALIDATION_CRITERIA_INVALID', ...(undo ? [] : ['RUNTIME_DIR_READ_ONLY'])]);
+    // TESTS_BUSY needs two workflow_test calls of one principal running at once, which one ordered
+    // connection cannot make: test/workflow-test-limits.test.ts reaches it over HTTP.
+    const unreachable = new Set([
+      'VALIDATION_CRITERIA_INVALID',
+      'TESTS_BUSY',
+      ...(undo ? [] : ['RUNTIME_DIR_READ_ONLY']),
+    ]);
     const table = Object.values(ERROR_TABLE)
       .map((m) => m.error_code)
       .filter((c) => !unreachable.has(c));

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
@@ -9,7 +9,8 @@ import { silentLogger } from '../src/telemetry/log.js';
 import { startHttp } from '../src/transports/http.js';
 import { addToken } from '../src/transports/http-auth.js';
 import { startObservability } from '../src/transports/observability.js';
-import { httpClient } from './helpers/http-server.js';
+import { httpClient, post, STATELESS_ENVELOPE } from './helpers/http-server.js';
+import { rawSession, staticTokens } from './helpers/in-process-http.js';
 import { callTool, type Sandbox, sandbox, tokenOf, twoSteps } from './helpers/server.js';
 import { validationWorkerUrl } from './helpers/validation-worker.js';
 
@@ -194,6 +195,83 @@ describe('/metrics (Prometheus text format)', () => {
     await expect(serveObserved({ WORKFLOWLOOKUP_METRICS_PORT: 'ninety' })).rejects.toThrow(
       /WORKFLOWLOOKUP_METRICS_PORT/,
     );
+  });
+});
+
+describe('/metrics under a flood of made-up names', () => {
+  /** Every label value of an exposition (`name="value"`), unescaped enough to measure. */
+  const labelValues = (text: string) =>
+    [...text.matchAll(/="((?:[^"\\]|\\.)*)"/g)].map((m) => m[1] as string);
+
+  it('unknown methods and tools count as `unknown`, every label is cut to 200 characters, the exposition stays small', async () => {
+    const sb: Sandbox = sandbox();
+    open.push(async () => sb.cleanup());
+    const longPrincipal = `p${'q'.repeat(999)}`;
+    const { env, token } = await staticTokens(sb, {
+      reader: { scopes: ['read'] },
+      ops: { scopes: ['admin'] },
+      long: { scopes: ['read'] },
+    });
+    // A principal as long as a hand-edited tokens file (or a JWT claim) makes it: `token add` allows 128.
+    const file = env.WORKFLOWLOOKUP_TOKENS_FILE as string;
+    const tokens = JSON.parse(readFileSync(file, 'utf8')) as {
+      tokens: { name: string; principal: string }[];
+    };
+    for (const t of tokens.tokens) if (t.name === 'long') t.principal = longPrincipal;
+    writeFileSync(file, JSON.stringify(tokens));
+    const s = await serveObserved(env);
+    const auth = (name: string) => ({ authorization: `Bearer ${token[name]}` });
+    // A read-scope principal's session: 30 made-up methods and 30 made-up tools, each 20 KB and distinct.
+    const reader = await rawSession(s.http.url, auth('reader'));
+    const huge = (c: string, i: number) => `${c.repeat(20_000)}${i}`;
+    for (let i = 0; i < 30; i++) {
+      const method = await reader.send(huge('m', i));
+      expect(method.answer?.error?.code).toBe(-32601);
+      const tool = await reader.send('tools/call', { name: huge('t', i), arguments: {} });
+      expect(tool.answer?.error?.code).toBe(-32602);
+    }
+    // The same in the 2026-07-28 envelope (stateless), whose Mcp-Method header repeats the name (8 KB:
+    // Node's limit on headers is 16 KB).
+    for (let i = 0; i < 5; i++) {
+      const method = `${'n'.repeat(8_000)}${i}`;
+      const res = await post(
+        s.http.url,
+        { jsonrpc: '2.0', id: 1, method, params: { _meta: STATELESS_ENVELOPE } },
+        { ...auth('reader'), 'mcp-protocol-version': '2026-07-28', 'mcp-method': method },
+      );
+      expect(res.json?.error?.code, res.text.slice(0, 300)).toBe(-32601);
+    }
+    // Served names keep their own label: a tool by tools/call and as a direct method.
+    expect(
+      (await reader.send('tools/call', { name: 'workflow_list', arguments: {} })).answer?.result,
+    ).toBeDefined();
+    expect((await reader.send('workflow_list', {})).answer?.result).toBeDefined();
+    // A principal's name is the token's: cut like any other label value.
+    const long = await rawSession(s.http.url, auth('long'));
+    open.push(async () => {
+      await reader.close();
+      await long.close();
+    });
+
+    const res = await s.get('/metrics', { headers: auth('ops') });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    for (const line of [
+      'workflowlookup_mcp_requests_total{method="unknown",tool=""} 35',
+      'workflowlookup_mcp_request_errors_total{method="unknown",tool=""} 35',
+      'workflowlookup_mcp_requests_total{method="tools/call",tool="unknown"} 30',
+      'workflowlookup_mcp_requests_total{method="tools/call",tool="workflow_list"} 1',
+      'workflowlookup_mcp_requests_total{method="workflow_list",tool="workflow_list"} 1',
+      'workflowlookup_http_sessions{principal="reader"} 1',
+    ]) {
+      expect(text).toContain(line);
+    }
+    expect(text).toMatch(/^workflowlookup_mcp_request_duration_seconds_count\{method="unknown"\} 35$/m);
+    expect(text).toContain(`workflowlookup_http_sessions{principal="${longPrincipal.slice(0, 200)}…"} 1`);
+    // No label value longer than an echoed name (200 characters and the ellipsis)...
+    expect(Math.max(...labelValues(text).map((v) => v.length))).toBeLessThanOrEqual(201);
+    // ...and the whole exposition is the size of a quiet server's (the flood sent over 1.4 MB of names).
+    expect(text.length).toBeLessThan(64 * 1024);
   });
 });
 

@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { specTypeSchemas } from '@modelcontextprotocol/client';
 import {
   AggregationTemporality,
   DataPointType,
@@ -94,6 +95,52 @@ describe('metrics over OTLP (OpenTelemetry SDK reading the Prometheus registry)'
     );
     // prom-client's process metrics come along (memory), under their usual names.
     expect(byName(metrics, 'process_resident_memory_bytes').dataPoints.length).toBe(1);
+  });
+
+  it('made-up methods and tools arrive as one `unknown` attribute value; no attribute is longer than an echoed name', async () => {
+    const prometheus = createPrometheus(SOURCES);
+    cleanups.push(() => prometheus.close());
+    const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+    const otel = startOtelMetrics({}, prometheus.registry, {
+      version: 'test',
+      exporter,
+      intervalMs: 3_600_000,
+    });
+    cleanups.push(() => otel.shutdown());
+    const sb = sandbox();
+    cleanups.push(() => sb.cleanup());
+    const { client, close } = await inProcessClient(sb);
+    cleanups.push(close);
+    // 20 methods and 20 tools nobody serves, 50 KB each and each distinct.
+    for (let i = 0; i < 20; i++) {
+      await expect(
+        client.request({ method: `${'m'.repeat(50_000)}${i}` }, specTypeSchemas.EmptyResult),
+      ).rejects.toMatchObject({ code: -32601 });
+      await expect(
+        client.request(
+          { method: 'tools/call', params: { name: `${'t'.repeat(50_000)}${i}`, arguments: {} } },
+          specTypeSchemas.CallToolResult,
+        ),
+      ).rejects.toMatchObject({ code: -32602 });
+    }
+    await callTool(client, 'workflow_list', {});
+
+    await otel.forceFlush();
+    const metrics =
+      exporter
+        .getMetrics()
+        .at(-1)
+        ?.scopeMetrics.flatMap((s) => s.metrics) ?? [];
+    const requests = byName(metrics, 'workflowlookup_mcp_requests_total') as SumMetricData;
+    const count = (method: string, tool: string) =>
+      requests.dataPoints.find((p) => p.attributes.method === method && p.attributes.tool === tool)?.value;
+    expect(count('unknown', '')).toBe(20);
+    expect(count('tools/call', 'unknown')).toBe(20);
+    expect(count('tools/call', 'workflow_list')).toBe(1);
+    const values = metrics.flatMap((m) =>
+      (m.dataPoints as { attributes: Record<string, unknown> }[]).flatMap((p) => Object.values(p.attributes)),
+    );
+    expect(Math.max(...values.map((v) => String(v).length))).toBeLessThanOrEqual(201);
   });
 
   it('off unless OTEL_* asks: the registry is not even asked for', async () => {

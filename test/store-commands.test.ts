@@ -2,8 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { InProcessRaw } from './helpers/in-process-raw.js';
 import { postgresFor } from './helpers/postgres.js';
-import { CLI, FIXTURES, RawServer, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
+import { CLI, FIXTURES, RawServer, ROOT, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
 // The command line as a newcomer meets it: store commands that name an impossible store, settings that
 // cannot work, and moving executions between stores with their live continuation tokens.
@@ -80,6 +81,118 @@ describe('store commands refuse what cannot be a store', () => {
     expect(bad.stderr).toMatch(
       /^workflowlookup: bad\.jsonl line 2 is not JSON \(.*\); is it a file export wrote\?\n$/,
     );
+  });
+});
+
+/** The secret every store of the --new-tokens cases signs with: the case where old tokens used to work. */
+const SHARED_SECRET = 'the-secret-source-and-target-share-0123456789abcdef';
+
+/**
+ * A data dir with two executions of the local user: one on an agent step, one waiting on a person's
+ * approval; the step token and the approval's poll token the agent holds.
+ */
+async function liveExecutions(dataDir: string): Promise<{ step: string; poll: string; ids: string[] }> {
+  const s = new InProcessRaw({ env: { ...sb.env, WORKFLOWLOOKUP_DATA_DIR: dataDir }, cwd: sb.project });
+  try {
+    await s.initialize();
+    const started = (await s.request(1, 'workflow_start', { workflow_name: 'durable-demo' })).result as Json;
+    const release = (await s.request(2, 'workflow_start', { workflow_name: 'release-approval' }))
+      .result as Json;
+    const waiting = (
+      await s.request(3, 'workflow_next_step', {
+        token: tokenOf(release),
+        output: { summary: 'The release notes for 2.0.' },
+      })
+    ).result as Json;
+    expect(waiting.workflow_state).toBe('running');
+    expect(JSON.stringify(waiting)).toContain('approval');
+    return {
+      step: tokenOf(started),
+      poll: tokenOf(waiting),
+      ids: [started.execution_id, release.execution_id],
+    };
+  } finally {
+    await s.close();
+  }
+}
+
+/** Sends each of `tokens` to a server on `dataDir`; what each answer was: its error, or its result. */
+async function answersTo(dataDir: string, calls: [string, Json][]): Promise<Json[]> {
+  const s = new InProcessRaw({ env: { ...sb.env, WORKFLOWLOOKUP_DATA_DIR: dataDir }, cwd: sb.project });
+  try {
+    await s.initialize();
+    const out: Json[] = [];
+    for (const [i, [method, params]] of calls.entries()) {
+      const res = await s.request(`c${i}`, method, params);
+      out.push(res.error ? { error: res.error } : (res.result as Json));
+    }
+    return out;
+  } finally {
+    await s.close();
+  }
+}
+
+describe('import --new-tokens: no token handed out before the export works after it', () => {
+  it('under the same secret, the old step and poll tokens are refused (-32005) and workflow_resume hands out working ones; without it they keep working', async () => {
+    sb = sandbox({ WORKFLOWLOOKUP_TOKEN_SECRET: SHARED_SECRET });
+    cpSync(join(FIXTURES, 'valid'), sb.runtime, { recursive: true });
+    cpSync(
+      join(ROOT, 'examples', 'approvals', 'release-approval.yaml'),
+      join(sb.runtime, 'release-approval.yaml'),
+    );
+    const source = join(sb.root, 'source');
+    const old = await liveExecutions(source);
+    const file = join(sb.root, 'executions.jsonl');
+    expect(run(['export', '--store', source, '--out', file]).code).toBe(0);
+
+    const renewed = join(sb.root, 'renewed');
+    const imported = run(['import', file, '--store', renewed, '--new-tokens']);
+    expect(imported.code).toBe(0);
+    expect(imported.stdout).toContain('imported 2 execution(s)');
+    expect(imported.stdout).toContain('2 execution(s) got new continuation tokens');
+    const report = { summary: 'The design uses a queue and a retry policy.' };
+    const [step, poll, resumedStep, resumedPoll] = await answersTo(renewed, [
+      ['workflow_next_step', { token: old.step, output: report }],
+      ['workflow_next_step', { token: old.poll, output: { summary: 'waiting for approval' } }],
+      ['workflow_resume', { execution_id: old.ids[0] }],
+      ['workflow_resume', { execution_id: old.ids[1] }],
+    ]);
+    for (const [refused, id] of [
+      [step, old.ids[0]],
+      [poll, old.ids[1]],
+    ] as const) {
+      expect(refused?.error).toMatchObject({
+        code: -32005,
+        data: {
+          error_code: 'EXECUTION_STATE_CONFLICT',
+          details: `this token is no longer current for execution ${id}`,
+          next: [{ tool: 'workflow_resume', arguments: { execution_id: id } }],
+        },
+      });
+    }
+    const fresh = [tokenOf(resumedStep), tokenOf(resumedPoll)];
+    expect(fresh[0]).toMatch(/\./);
+    expect(fresh[1]).toMatch(/\./);
+    expect(fresh).not.toContain(old.step);
+    expect(fresh).not.toContain(old.poll);
+    const [advanced, polled] = await answersTo(renewed, [
+      ['workflow_next_step', { token: fresh[0], output: report }],
+      ['workflow_next_step', { token: fresh[1], output: { summary: 'waiting for approval' } }],
+    ]);
+    expect(advanced).toMatchObject({ success: true, step_name: 'implement' });
+    expect(polled?.error).toBeUndefined();
+    expect(JSON.stringify(polled)).toContain('approval');
+
+    // As documented: without --new-tokens, under the same secret, the tokens the agent holds still work.
+    const kept = join(sb.root, 'kept');
+    expect(run(['import', file, '--store', kept]).code).toBe(0);
+    const [stepKept, pollKept] = await answersTo(kept, [
+      ['workflow_next_step', { token: old.step, output: report }],
+      ['workflow_next_step', { token: old.poll, output: { summary: 'waiting for approval' } }],
+    ]);
+    expect(stepKept).toMatchObject({ success: true, step_name: 'implement' });
+    expect(pollKept?.error).toBeUndefined();
+    expect(JSON.stringify(pollKept)).toContain('approval');
   });
 });
 

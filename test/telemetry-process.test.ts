@@ -288,6 +288,38 @@ describe('OTLP from the other commands (spawned)', () => {
   });
 });
 
+describe('serve --http with stderr not a terminal (spawned: what a log shipper reads)', () => {
+  it('announces its addresses in one JSON log line, as every event on stderr is', async () => {
+    const sb = box();
+    const s = await startHttpServer(sb, { WORKFLOWLOOKUP_METRICS_PORT: '0' });
+    cleanups.push(() => s.kill());
+    s.kill('SIGTERM');
+    await s.exited;
+    const lines = s
+      .stderr()
+      .split('\n')
+      .filter((l) => l !== '');
+    for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+    const announced = jsonLines(s.stderr()).filter((l) => l.mcp_url !== undefined);
+    const dashboard = `${new URL(s.url).origin}/dashboard/`;
+    expect(announced).toEqual([
+      expect.objectContaining({
+        level: 'info',
+        name: 'workflowlookup',
+        version: expect.any(String),
+        mcp_url: s.url,
+        dashboard_url: dashboard,
+        metrics_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/),
+        msg: expect.stringMatching(
+          new RegExp(
+            `^MCP over Streamable HTTP at ${s.url}, dashboard at ${dashboard}, metrics at http://127\\.0\\.0\\.1:\\d+/metrics$`,
+          ),
+        ),
+      }),
+    ]);
+  });
+});
+
 describe('draining on SIGTERM (spawned serve --http)', () => {
   it('readiness goes false at once while the server keeps serving; a second signal ends it cleanly', async () => {
     const sb = box();

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Client } from '@modelcontextprotocol/client';
+import { type Client, specTypeSchemas } from '@modelcontextprotocol/client';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Decider } from '../src/executions/execution-service.js';
@@ -166,10 +166,34 @@ describe('traces (OpenTelemetry, in-memory exporter)', () => {
     });
     expect(res.isError).toBe(true);
     const spans = exporter.getFinishedSpans();
+    // The request span says what went wrong, as the tool span does (docs/operations.md), not "isError".
     const request = one(spans, 'tools/call workflow_next_step');
-    expect(request.status.code).toBe(2); // SpanStatusCode.ERROR
+    expect(request.status).toEqual({ code: 2, message: 'Security error' }); // SpanStatusCode.ERROR
     const tool = one(spans, 'tool workflow_next_step');
     expect(tool.status).toMatchObject({ code: 2, message: 'Security error' });
+    // Called as a method of its own, the same failure is a JSON-RPC error with the same message.
+    exporter.reset();
+    await expect(
+      client.request(
+        { method: 'workflow_next_step', params: { token: 'not-a-token', output: { summary: 'x' } } },
+        specTypeSchemas.EmptyResult,
+      ),
+    ).rejects.toMatchObject({ code: -32007 });
+    expect(one(exporter.getFinishedSpans(), 'tools/call workflow_next_step').status).toEqual({
+      code: 2,
+      message: 'Security error',
+    });
+  });
+
+  it('a made-up method names its span with what an error would quote of it, not megabytes', async () => {
+    const method = `${'x'.repeat(100_000)}-method`;
+    await expect(client.request({ method }, specTypeSchemas.EmptyResult)).rejects.toMatchObject({
+      code: -32601,
+    });
+    const [span] = exporter.getFinishedSpans();
+    expect(span?.name).toBe(`${'x'.repeat(200)}…`);
+    expect(span?.attributes[ATTR.method]).toBe(`${'x'.repeat(200)}…`);
+    expect(span?.status).toMatchObject({ code: 2, message: 'Method not found' });
   });
 });
 
@@ -253,7 +277,9 @@ describe('traces of server-run checks and approvals', () => {
       });
 
       const svc = await conn.app.services.executions();
-      await svc.decide(started.execution_id, 'approve', OPERATOR, 'ok by me');
+      await svc.decide(started.execution_id, 'approve', OPERATOR, 'ok by me', {
+        approval_id: waiting.approval.approval_id,
+      });
       spans = take();
       const decision = one(spans, 'approval decision');
       expect(decision.attributes).toMatchObject({

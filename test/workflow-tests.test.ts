@@ -272,6 +272,34 @@ scenarios:
     expect(suite.scenarios[0]?.state).toBeNull();
   });
 
+  it("a repeat's timeout is measured in the test's own time: the same verdict on any machine", async () => {
+    // 10 s between polls and a 30 s timeout: the third wait would pass it, whatever the wall clock did
+    // (the tests never sleep; their waits move a virtual clock).
+    const polling = folder('polling', {
+      'polling.yaml': `id: polling
+name: Polling
+description: Waits for a job
+version: 1.0.0
+steps:
+  - id: wait-job
+    title: Wait for the job
+    run: jobs get-job
+    repeat: { until: { var: output.status, equals: done }, every: 10s, max_attempts: 50, timeout: 30s }
+`,
+      'polling.test.yaml': `scenarios:
+  - name: a job that never finishes times out after three polls
+    commands: { wait-job: { status: 200, output: { status: running } } }
+    expect:
+      error: { code: command_failed, message: repeat timed out after 30000 ms }
+      requests: { wait-job: [{}, {}, {}] }
+      stopped_at: wait-job
+      state: running
+`,
+    });
+    const suite = await tests.runFile(join(polling, 'polling.test.yaml'));
+    expect(suite.scenarios.map((s) => [s.passed, s.failures])).toEqual([[true, []]]);
+  });
+
   it('scenarios never share state, and nothing is left in the server store', async () => {
     const suite = await runDemo(
       DEMO_TESTS.replace(

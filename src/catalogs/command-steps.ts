@@ -1,6 +1,7 @@
 import { type Context, evaluateCondition } from '../engine/conditions.js';
 import { fail } from '../engine/errors.js';
 import { render, TemplateError, type TemplateScope } from '../engine/templating.js';
+import { terminalSafe } from '../engine/terminal-text.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
 import type { CommandStep } from '../model/workflow.js';
 import type { CatalogService } from './catalog-service.js';
@@ -51,6 +52,11 @@ export type CommandCalls = Pick<CatalogService, 'ready' | 'resolve' | 'call'>;
 export interface CommandRunnerOptions {
   /** Waits between the polls of `repeat` (default: a real timer; the workflow tests do not wait). */
   sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+  /**
+   * The clock `repeat.timeout` is measured by (default: the wall clock). The workflow tests run a virtual
+   * one that only their sleeps move, so a timeout's verdict never depends on how busy the machine is.
+   */
+  now?: () => number;
 }
 
 export interface StepRun extends CommandResult {
@@ -90,7 +96,8 @@ export class CommandStepRunner {
     ): never =>
       fail({
         code: 'command_failed',
-        message: `step "${step.id}" (${step.run}): ${message}`,
+        // Shown to the agent and kept in telemetry; it may quote what the API or a template said.
+        message: terminalSafe(`step "${step.id}" (${step.run}): ${message}`),
         reason,
         stepId: step.id,
         command: step.run,
@@ -114,15 +121,16 @@ export class CommandStepRunner {
     }
     const timeoutMs = durationMs(step.timeout, DEFAULT_TIMEOUT_MS);
     const repeat = step.repeat;
+    const now = this.options.now ?? Date.now;
     const deadline = repeat
-      ? Date.now() + durationMs(repeat.timeout, DEFAULT_REPEAT_TIMEOUT_MS)
+      ? now() + durationMs(repeat.timeout, DEFAULT_REPEAT_TIMEOUT_MS)
       : Number.POSITIVE_INFINITY;
     const maxPolls = repeat?.max_attempts ?? 1;
     let result: CommandResult | undefined;
     let polls = 0;
     for (;;) {
       polls++;
-      const remaining = deadline - Date.now();
+      const remaining = deadline - now();
       try {
         result = await this.catalogs.call(found.catalog, found.command, {
           params,
@@ -152,7 +160,7 @@ export class CommandStepRunner {
         });
       }
       const wait = durationMs(repeat.every, 1000);
-      if (Date.now() + wait >= deadline) {
+      if (now() + wait >= deadline) {
         return failed(
           'timeout',
           `repeat timed out after ${durationMs(repeat.timeout, DEFAULT_REPEAT_TIMEOUT_MS)} ms`,

@@ -41,6 +41,43 @@ describe('Scrubber', () => {
     }
   });
 
+  it('removes the secret in hex (either case), in any case, and split across lines', () => {
+    const secret = 'wf-Secret-0123456789abcdef';
+    const s = new Scrubber([secret]);
+    const hex = Buffer.from(secret).toString('hex');
+    const wrapped = (text: string, at: number, br: string) =>
+      text.replace(new RegExp(`(.{${at}})`, 'g'), `$1${br}`);
+    for (const form of [
+      hex,
+      hex.toUpperCase(),
+      secret.toUpperCase(),
+      secret.toLowerCase(),
+      `${secret.slice(0, 9)}\n${secret.slice(9)}`,
+      `${secret.slice(0, 1)}\r\n${secret.slice(1)}`,
+      wrapped(hex, 16, '\n'),
+      wrapped(hex.toUpperCase(), 7, '\r\n'),
+      wrapped(Buffer.from(`xx${secret}yy`).toString('base64'), 8, '\n'),
+    ]) {
+      const out = s.text(`before ${form} after`);
+      expect(out, JSON.stringify(form)).toMatch(/^before [\s\S]*\*\*\*[\s\S]* after$/);
+      expect(out.replace(/\s/g, '').toLowerCase(), JSON.stringify(form)).not.toContain(
+        secret.slice(2, -2).toLowerCase(),
+      );
+    }
+    // A secret that holds a line break (a PEM key) is found whichever line breaks it is written with.
+    const pem = new Scrubber(['line-one-of-key\nline-two-of-key']);
+    expect(pem.text('k: line-one-of-key\r\nline-two-of-key.')).toBe(`k: ${REDACTED}.`);
+  });
+
+  // Quadratic time on these sizes runs past the test's timeout, which is the bound (no wall clock).
+  it('scans a long text once, however the secrets and the text overlap', () => {
+    const s = new Scrubber([`${'a'.repeat(63)}b`, 'ab'.repeat(20), 'a\nb'.repeat(10)]);
+    const n = 1 << 20;
+    expect(s.text('a'.repeat(n))).toBe('a'.repeat(n));
+    expect(s.text('ab'.repeat(n / 2))).toBe(REDACTED);
+    expect(s.text('a\n'.repeat(n / 2)).length).toBe(n);
+  });
+
   it('scrubs JSON values deeply: strings, keys and numbers', () => {
     const numeric = new Scrubber(['12345678']);
     expect(

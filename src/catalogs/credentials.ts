@@ -114,6 +114,14 @@ export function configuredSecrets(auths: readonly (CatalogAuth | null)[], env: N
   return [...out];
 }
 
+/**
+ * This server's static bearer tokens (`workflowlookup token add`: `wlt_` and 43 base64url characters),
+ * to hide wherever they occur in text shown to someone, not only after "Bearer". A run shorter than a
+ * whole token is hidden too (a token cut short by a tail still narrows a guess). No anchor before it:
+ * each match starts at a `wlt_` and fails within 16 characters, so the scan stays linear.
+ */
+export const STATIC_TOKEN_SHAPE = /wlt_[A-Za-z0-9_-]{16,}/g;
+
 /** Shorter than this, a value is too likely to occur by chance to be replaced everywhere. */
 const MIN_SECRET_CHARS = 4;
 
@@ -139,10 +147,15 @@ const unicodeEscape = (c: string, upper: boolean) => {
   return `\\u${upper ? hex.toUpperCase() : hex}`;
 };
 
-/** The forms a secret may be echoed in: as is, base64 (any alignment), URL-encoded, JSON-escaped. */
+/**
+ * The forms a secret may be echoed in: as is, hex (its UTF-8 bytes), base64 (any alignment),
+ * URL-encoded, JSON-escaped. The Scrubber also matches each of them in any case and with line breaks
+ * between any of its characters, so those variants need no form of their own.
+ */
 export function secretForms(secret: string): string[] {
   if (secret.length < MIN_SECRET_CHARS) return [];
   const forms = new Set<string>([secret]);
+  forms.add(Buffer.from(secret, 'utf8').toString('hex'));
   const url = encodeURIComponent(secret);
   forms.add(url);
   forms.add(url.replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase()));
@@ -163,9 +176,137 @@ export function secretForms(secret: string): string[] {
 
 export const REDACTED = '***';
 
-/** Replaces every form of the given secrets with *** (or `marker`), in text and in any JSON value. */
+const LF = 0x0a;
+const CR = 0x0d;
+
+let foldTable: Uint16Array | undefined;
+
+/** A UTF-16 code unit in lower case (where that is one code unit), for matching in any case. */
+function fold(unit: number): number {
+  if (unit < 0x80) return unit >= 0x41 && unit <= 0x5a ? unit + 32 : unit;
+  if (foldTable === undefined) {
+    foldTable = new Uint16Array(0x10000);
+    for (let c = 0; c < 0x10000; c++) {
+      const lower = String.fromCharCode(c).toLowerCase();
+      foldTable[c] = lower.length === 1 ? lower.charCodeAt(0) : c;
+    }
+  }
+  return foldTable[unit] as number;
+}
+
+/**
+ * Finds many strings at once in one pass over a text (Aho-Corasick): in any case, skipping line breaks
+ * (CR, LF) in the text, so a secret upper-cased or wrapped at 64 columns is found too. The time is
+ * linear in the text (plus the strings' total length to build), whatever the strings, which a loop of
+ * `includes` or a regex alternation of every form is not.
+ */
+class Matcher {
+  /** Transitions by folded code unit; node 0 is the root. */
+  private readonly edges: Map<number, number>[] = [new Map()];
+  private readonly fail: Int32Array;
+  /** The longest string that ends at this node (itself or by its failure links); 0: none. */
+  private readonly best: Int32Array;
+  /** The longest string, in units that are not line breaks. */
+  private readonly longest: number;
+  /** The root's transitions for ASCII units (0: stay at the root). */
+  private readonly root: Int32Array;
+
+  constructor(strings: readonly string[]) {
+    const ends: number[] = [0];
+    let longest = 0;
+    for (const s of strings) {
+      let node = 0;
+      let length = 0;
+      for (let i = 0; i < s.length; i++) {
+        const unit = s.charCodeAt(i);
+        if (unit === LF || unit === CR) continue;
+        const c = fold(unit);
+        const edges = this.edges[node] as Map<number, number>;
+        let next = edges.get(c);
+        if (next === undefined) {
+          next = this.edges.length;
+          edges.set(c, next);
+          this.edges.push(new Map());
+          ends.push(0);
+        }
+        node = next;
+        length++;
+      }
+      if (length >= MIN_SECRET_CHARS) ends[node] = Math.max(ends[node] as number, length);
+      longest = Math.max(longest, length);
+    }
+    this.longest = longest;
+    this.root = new Int32Array(0x80);
+    for (const [c, child] of this.edges[0] as Map<number, number>) if (c < 0x80) this.root[c] = child;
+    this.fail = new Int32Array(this.edges.length);
+    this.best = Int32Array.from(ends);
+    // Breadth first, so a node's failure link is final before its children's are made from it.
+    const queue: number[] = [0];
+    for (let q = 0; q < queue.length; q++) {
+      const node = queue[q] as number;
+      for (const [c, child] of this.edges[node] as Map<number, number>) {
+        queue.push(child);
+        if (node === 0) continue;
+        let f = this.fail[node] as number;
+        while (f !== 0 && !(this.edges[f] as Map<number, number>).has(c)) f = this.fail[f] as number;
+        const target = (this.edges[f] as Map<number, number>).get(c) ?? 0;
+        this.fail[child] = target;
+        this.best[child] = Math.max(this.best[child] as number, this.best[target] as number);
+      }
+    }
+  }
+
+  get empty(): boolean {
+    return this.longest < MIN_SECRET_CHARS;
+  }
+
+  /** The parts of `text` the strings cover, as [start, end) ranges, overlapping ones merged, in order. */
+  ranges(text: string): [number, number][] {
+    const out: [number, number][] = [];
+    const { edges, fail, best, root } = this;
+    // Where in `text` each of the last units that are not line breaks was (a power of two: a mask, not %).
+    const mask = 2 ** Math.ceil(Math.log2(Math.max(2, this.longest))) - 1;
+    const at = new Int32Array(mask + 1);
+    let seen = 0;
+    let node = 0;
+    for (let i = 0; i < text.length; i++) {
+      const unit = text.charCodeAt(i);
+      if (unit === LF || unit === CR) continue;
+      const c = unit < 0x80 ? (unit >= 0x41 && unit <= 0x5a ? unit + 32 : unit) : fold(unit);
+      at[seen & mask] = i;
+      seen++;
+      for (;;) {
+        if (node === 0) {
+          // Most units are read at the root: an array there, not a map.
+          node = c < 0x80 ? (root[c] as number) : ((edges[0] as Map<number, number>).get(c) ?? 0);
+          break;
+        }
+        const next = (edges[node] as Map<number, number>).get(c);
+        if (next !== undefined) {
+          node = next;
+          break;
+        }
+        node = fail[node] as number;
+      }
+      const length = best[node] as number;
+      if (length === 0) continue;
+      let start = at[(seen - length) & mask] as number;
+      // Shorter matches ending here lie inside this one; earlier ones it overlaps merge into it.
+      while (out.length > 0 && (out[out.length - 1] as [number, number])[1] > start) {
+        start = Math.min(start, (out.pop() as [number, number])[0]);
+      }
+      out.push([start, i + 1]);
+    }
+    return out;
+  }
+}
+
+/**
+ * Replaces every form of the given secrets with *** (or `marker`), in text and in any JSON value: in any
+ * case, and with line breaks (LF, CR-LF) between any of its characters (the whole stretch is replaced).
+ */
 export class Scrubber {
-  private readonly forms: string[];
+  private readonly matcher: Matcher;
 
   constructor(
     secrets: Iterable<string>,
@@ -173,17 +314,25 @@ export class Scrubber {
   ) {
     const all = new Set<string>();
     for (const s of secrets) for (const f of secretForms(s)) all.add(f);
-    this.forms = [...all].sort((a, b) => b.length - a.length);
+    this.matcher = new Matcher([...all]);
   }
 
   get empty(): boolean {
-    return this.forms.length === 0;
+    return this.matcher.empty;
   }
 
   text(value: string): string {
-    let out = value;
-    for (const form of this.forms) if (out.includes(form)) out = out.split(form).join(this.marker);
-    return out;
+    if (this.empty) return value;
+    const ranges = this.matcher.ranges(value);
+    if (ranges.length === 0) return value;
+    const parts: string[] = [];
+    let from = 0;
+    for (const [start, end] of ranges) {
+      parts.push(value.slice(from, start), this.marker);
+      from = end;
+    }
+    parts.push(value.slice(from));
+    return parts.join('');
   }
 
   /** A copy of a JSON value with secrets replaced in every string, key and number. */

@@ -1,3 +1,4 @@
+import { terminalSafe, terminalSafeValue } from '../engine/terminal-text.js';
 import { metrics } from '../telemetry/metrics.js';
 import { injectTraceHeaders, inSpan, SpanKind } from '../telemetry/trace.js';
 import {
@@ -101,8 +102,9 @@ function safePayload(body: string, scrubber: Scrubber): unknown {
   } catch {
     value = cut;
   }
-  // Scrubbed after the cut too, so a secret split by the cut leaves no readable half.
-  return scrubber.value(value);
+  // Scrubbed after the cut too, so a secret split by the cut leaves no readable half; terminal controls
+  // go first (an API's text reaches the agent and the dashboard), so a secret split by one is found.
+  return scrubber.value(terminalSafeValue(value));
 }
 
 /** The catalog's base URL as a directory: every request and redirect must stay under it. */
@@ -348,8 +350,9 @@ async function callUntraced(
         try {
           output = JSON.parse(raw);
         } catch (error) {
+          // The parser's message quotes the body: it is shown, so it is made safe like the body.
           throw new CommandFailure(
-            `${command.method} ${command.path} returned invalid JSON (${(error as Error).message})`,
+            `${command.method} ${command.path} returned invalid JSON (${scrubber.text(terminalSafe((error as Error).message))})`,
             'invalid_json',
             res.status,
             safePayload(raw, scrubber),
@@ -358,7 +361,9 @@ async function callUntraced(
       }
       return {
         status: res.status,
-        output: scrubber.value(output),
+        // What the API said reaches the agent (context, templates) and the dashboard: no terminal
+        // controls, and no credential even when a control sequence split it.
+        output: scrubber.value(terminalSafeValue(output)),
         attempts: attempt,
         duration_ms: Date.now() - started,
       };
@@ -382,7 +387,7 @@ async function callUntraced(
             'timeout',
           )
         : new CommandFailure(
-            `${command.method} ${command.path} failed: ${scrubber.text(String((error as Error).message))}`,
+            `${command.method} ${command.path} failed: ${scrubber.text(terminalSafe(String((error as Error).message)))}`,
             'network',
           );
       if (attempt < attemptsAllowed) {

@@ -149,12 +149,13 @@ export const COMMAND_SPECS = {
     options: { json: { type: 'boolean', help: 'print them as JSON' } },
   },
   approve: {
-    usage: 'approve <execution> [--reason TEXT]',
-    summary: 'approve the step output an execution waits on; the agent moves on at its next poll',
+    usage: 'approve <approval> [--reason TEXT]',
+    summary:
+      'approve a step output, named by the approval id `approvals` lists (appr_…); the agent moves on at its next poll',
     options: { reason: { type: 'string', value: 'TEXT', help: 'why (kept in the execution history)' } },
   },
   reject: {
-    usage: 'reject <execution> [--reason TEXT]',
+    usage: 'reject <approval> [--reason TEXT]',
     summary: 'reject it: the step goes back to the agent with the reason and a fresh token',
     options: { reason: { type: 'string', value: 'TEXT', help: 'why (the agent is shown it)' } },
   },

@@ -292,9 +292,25 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
       probes: observability.probes,
     });
     observability.attach(http);
-    process.stderr.write(
-      `workflowlookup ${config.version}: MCP over Streamable HTTP at ${http.url}\n${dashboard ? `workflowlookup: dashboard at ${new URL('/dashboard/', http.url)}\n` : ''}${observability.metricsUrl ? `workflowlookup: metrics at ${observability.metricsUrl}/metrics\n` : ''}`,
-    );
+    const dashboardUrl = dashboard ? String(new URL('/dashboard/', http.url)) : undefined;
+    const metricsUrl = observability.metricsUrl ? `${observability.metricsUrl}/metrics` : undefined;
+    if (process.stderr.isTTY) {
+      process.stderr.write(
+        `workflowlookup ${config.version}: MCP over Streamable HTTP at ${http.url}\n${dashboardUrl ? `workflowlookup: dashboard at ${dashboardUrl}\n` : ''}${metricsUrl ? `workflowlookup: metrics at ${metricsUrl}\n` : ''}`,
+      );
+    } else {
+      // Off a terminal stderr is read by log shippers (and by scripts after the port): the
+      // announcement is one JSON line like every other event, its addresses as fields.
+      app.log.info(
+        {
+          version: config.version,
+          mcp_url: http.url,
+          ...(dashboardUrl ? { dashboard_url: dashboardUrl } : {}),
+          ...(metricsUrl ? { metrics_url: metricsUrl } : {}),
+        },
+        `MCP over Streamable HTTP at ${http.url}${dashboardUrl ? `, dashboard at ${dashboardUrl}` : ''}${metricsUrl ? `, metrics at ${metricsUrl}` : ''}`,
+      );
+    }
     let done: () => void = () => undefined;
     finished.push(new Promise<void>((resolve) => (done = resolve)));
     stops.push(() => void http.close().then(done, done));
@@ -455,7 +471,8 @@ async function exportCommand(options: ConfigOptions, flags: Flags): Promise<numb
 
 /**
  * Refuses an import whose live tokens the target would reject (TOKEN_INVALID), before anything is
- * written, and says which secret to configure; `--new-tokens` imports anyway.
+ * written, and says which secret to configure; `--new-tokens` imports anyway, and then refuses every
+ * old token whatever the secret (importExecutions gives each execution a new one).
  */
 function checkSigningSecret(
   header: ExportHeader | undefined,
@@ -474,7 +491,7 @@ function checkSigningSecret(
   throw new ConfigError(
     `import: the continuation tokens in ${file} were signed with another secret than the target's ${
       have === undefined ? '(it has none yet)' : `(${have.source})`
-    }, so agents holding them would get TOKEN_INVALID. Set WORKFLOWLOOKUP_TOKEN_SECRET to ${from}, for this import and for every server of the target, then run import again; or pass --new-tokens to import anyway (agents then call workflow_resume {"execution_id": "…"} for a fresh token). Nothing was imported`,
+    }, so agents holding them would get TOKEN_INVALID. Set WORKFLOWLOOKUP_TOKEN_SECRET to ${from}, for this import and for every server of the target, then run import again; or pass --new-tokens to import anyway (every token handed out before is then refused, and agents call workflow_resume {"execution_id": "…"} for a fresh one). Nothing was imported`,
   );
 }
 
@@ -530,12 +547,18 @@ async function importCommand(rest: string[], options: ConfigOptions, flags: Flag
     if (first !== undefined && header === undefined) yield first.value;
     for (let next = await nextValue(); next !== undefined; next = await nextValue()) yield next.value;
   }
+  const newTokens = flags['new-tokens'] === true;
   const store = await openStoreAt(target.target);
   try {
-    const report = await importExecutions(store, bundles());
+    // --new-tokens: no token handed out before the export works after it, even under the same secret.
+    const report = await importExecutions(store, bundles(), { newTokens });
     process.stdout.write(
       `imported ${report.executions} execution(s), ${report.steps} step(s), ${report.artifacts} artifact(s), ${report.telemetry} event(s), ${report.definitions} definition(s); ${report.skipped.length} already present and left as they were\n`,
     );
+    if (newTokens && report.retokened > 0)
+      process.stdout.write(
+        `${report.retokened} execution(s) got new continuation tokens: the old ones are refused, and agents get the new ones from workflow_resume {"execution_id": "…"}\n`,
+      );
   } finally {
     await store.close();
   }

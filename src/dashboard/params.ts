@@ -7,6 +7,8 @@ import { HttpError } from './responses.js';
 import type { Viewer } from './viewer.js';
 
 export const EXECUTION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** An approval id as the service makes them (`appr_` and 18 hex digits); older ones may be longer. */
+export const APPROVAL_ID = /^appr_[A-Za-z0-9_-]{1,64}$/;
 export const TASK_ID = /^[A-Za-z0-9_-]{1,128}$/;
 export const WORKFLOW_ID = new RegExp(ID_PATTERN);
 export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;

@@ -12,6 +12,26 @@ describe('Redactor', () => {
     );
   });
 
+  it("hides this server's static bearer tokens (wlt_…) anywhere, not only after Bearer", () => {
+    const token = `wlt_${Buffer.alloc(32, 7).toString('base64url')}`;
+    expect(r.text(`token=${token}\n"${token}" ${token}.`)).toBe(`token=${HIDDEN}\n"${HIDDEN}" ${HIDDEN}.`);
+    expect(r.text('wlt_ short wlt_x')).toBe('wlt_ short wlt_x');
+  });
+
+  it('strips terminal controls and bidirectional overrides before it looks for secrets', () => {
+    expect(r.text('\x1b[31mred\x1b[0m \x1b]52;c;Y2xpcA==\x07x\u202ey\r\nz\x00')).toBe('red xy\nz');
+    // A secret split by a colour code is whole again, so it is found.
+    expect(r.text('key=s3cret-\x1b[1mvalue-123')).toBe(`key=${HIDDEN}`);
+  });
+
+  it('hides a secret written in hex, upper case, or wrapped over lines', () => {
+    const secret = 's3cret-value-123';
+    const hex = Buffer.from(secret).toString('hex');
+    for (const form of [hex.toUpperCase(), secret.toUpperCase(), `${hex.slice(0, 10)}\r\n${hex.slice(10)}`]) {
+      expect(r.text(`a ${form} b`), form).toBe(`a ${HIDDEN} b`);
+    }
+  });
+
   it('hides a secret with markup characters in its HTML and JSON forms too', () => {
     const odd = new Redactor(['pa"ss<&>word']);
     expect(odd.text('a pa&quot;ss&lt;&amp;&gt;word b pa\\"ss<&>word c pa"ss<&>word')).toBe(

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Scrubber } from '../catalogs/credentials.js';
+import { Scrubber, STATIC_TOKEN_SHAPE } from '../catalogs/credentials.js';
+import { terminalSafe } from '../engine/terminal-text.js';
 import { escapeHtml } from './html.js';
 
 /** Keys whose string and number values are credentials wherever they appear (context, outputs, telemetry). */
@@ -26,7 +27,8 @@ export const HIDDEN = '[hidden]';
  * Keeps secrets out of everything the dashboard renders: the token secret and credential values known
  * to this process are replaced wherever they occur, in every form the scrubber that guards catalog
  * answers and storage knows (as is, base64 at any alignment, URL-encoded, JSON-escaped) and as they
- * appear in HTML; token-shaped strings too, and string and number values under credential-like keys.
+ * appear in HTML; token-shaped strings too (`wlt_` bearer tokens of this server included), and string
+ * and number values under credential-like keys.
  */
 export class Redactor {
   private readonly scrubber: Scrubber;
@@ -58,8 +60,15 @@ export class Redactor {
     return new Redactor(secrets);
   }
 
+  /**
+   * Text fit to render: terminal controls and bidirectional overrides removed first (check and command
+   * output may carry them, and a secret split by one is whole again for the scrubber), then tokens
+   * (continuation tokens, JWTs, this server's `wlt_` bearer tokens) and known secrets hidden.
+   */
   text(value: string): string {
-    return this.scrubber.text(value.replace(TOKEN_SHAPE, HIDDEN));
+    return this.scrubber.text(
+      terminalSafe(value).replace(TOKEN_SHAPE, HIDDEN).replace(STATIC_TOKEN_SHAPE, HIDDEN),
+    );
   }
 
   /**

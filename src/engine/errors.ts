@@ -21,6 +21,10 @@ export type DomainError =
       state?: string;
       allowed?: readonly string[];
       details: string;
+      /** A decision named an approval (or output) that no longer waits: the one that waits now, if any. */
+      stale?: { approval_id: string | null };
+      /** Who paused the execution, when a person did: it waits for them, not for the agent. */
+      pausedBy?: { by: string; via: string; at: string; reason?: string };
     }
   | { code: 'token_invalid'; message: string; details: string }
   | { code: 'token_expired'; message: string; executionId: string; expiredAt: string }
@@ -104,7 +108,54 @@ export type DomainError =
       stepId?: string;
       executionId?: string;
       reason: 'not_configured' | 'disabled' | 'http_not_allowed' | 'unknown';
-    };
+    }
+  /**
+   * A step's check cannot even wait for a slot: as many checks as the server allows are running and as
+   * many runs as it queues are waiting (WORKFLOWLOOKUP_CHECKS_MAX_*). Nothing ran and nothing advanced;
+   * the same call sent again later runs it. `limit`: the queue length reached; `retryAfterMs`: how long
+   * the check's last run took, when known.
+   */
+  | {
+      code: 'check_busy';
+      message: string;
+      check: string;
+      principal?: string;
+      limit: number;
+      retryAfterMs?: number;
+    }
+  /**
+   * The regex and JSON Schema rules of a call were not checked: their own work ran past the validation
+   * budget, or no answer came within the hard cap (src/engine/validation-engine.ts). Not a verdict on
+   * the output or the definition: nothing was decided or recorded (a token stays valid), and the same
+   * call may be sent again. `retry` is that call, when the face knows it.
+   */
+  | {
+      code: 'validation_not_checked';
+      message: string;
+      details: string;
+      workflowId?: string;
+      stepId?: string;
+      retry?: { tool: string; arguments: Record<string, unknown>; fill?: Record<string, string> };
+    }
+  /**
+   * Workflow tests that would do more than one tool call may (src/workflows/test-format.ts,
+   * TOOL_TEST_LIMITS): more scenarios, a larger `max_reports`, or more work units than a call allows.
+   * No verdict was given (not a partial pass); the command line (`workflowlookup test`) runs larger
+   * suites. `limit` names the bound, `max` its value.
+   */
+  | {
+      code: 'tests_too_large';
+      message: string;
+      workflowId?: string;
+      limit: 'scenarios' | 'max_reports' | 'work';
+      max: number;
+      details: string;
+    }
+  /**
+   * The principal already has as many workflow tests running (workflow_test, or the tests of
+   * workflow_validate_manifest) as one may at once; nothing ran, and the same call succeeds once one ends.
+   */
+  | { code: 'tests_busy'; message: string; principal: string; running: number; max: number };
 
 export type DomainErrorCode = DomainError['code'];
 

@@ -1,14 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validationWorkerUrl } from '../../test/helpers/validation-worker.js';
-import type { ValidationCriteria, Workflow } from '../model/workflow.js';
+import { scriptedClock, validationWorkerUrl } from '../../test/helpers/validation-worker.js';
+import type { ValidationCriteria, ValidationCriterion, Workflow } from '../model/workflow.js';
+import { DomainFailure } from './errors.js';
 import { MAX_DEPTH } from './json-text.js';
 import { CriteriaError, VALIDATION_BUDGET_MS, ValidationEngine } from './validation-engine.js';
-import { MAX_COMPILED } from './validation-worker-protocol.js';
+import { SYSTEM_CLOCK } from './validation-worker-client.js';
+import { MAX_COMPILED, threadCpuMs } from './validation-worker-protocol.js';
 
 let engine: ValidationEngine;
+let engineUrl: URL;
 
 beforeAll(async () => {
-  engine = new ValidationEngine({ workerUrl: await validationWorkerUrl() });
+  engineUrl = await validationWorkerUrl();
+  engine = new ValidationEngine({ workerUrl: engineUrl });
   await engine.load();
 });
 
@@ -26,11 +30,21 @@ function exponentialSchema(levels = 40): Record<string, unknown> {
   return { $defs: defs, $ref: `#/$defs/a${levels}` };
 }
 
-/** Runs `f` and returns how long it took, in ms (only for the one bound no answer can witness). */
-function timed<T>(f: () => T): [T, number] {
-  const started = performance.now();
-  const value = f();
-  return [value, performance.now() - started];
+/** The retryable "not checked" error (never a verdict), with what its message says. */
+const notChecked = (said: RegExp) =>
+  expect.objectContaining({
+    name: 'DomainFailure',
+    error: expect.objectContaining({ code: 'validation_not_checked', message: expect.stringMatching(said) }),
+  });
+
+/** What `f` throws (a test of the error itself, beyond toThrow's class and message). */
+function thrown(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('nothing was thrown');
 }
 
 describe('rules', () => {
@@ -148,23 +162,27 @@ describe('no schema, pattern or output stalls the server', () => {
     ).toBe(true);
   });
 
-  it('stops a check that runs over the budget and fails it instead of stalling', () => {
+  it('stops a check whose own work runs over the budget: not checked (retryable), never a failed validation', () => {
     // Each answer says the budget cut the check; a stall would fail by the test's timeout.
-    const slowSchema = engine.validate(schemaRule(exponentialSchema()), '"x"', {});
-    expect(slowSchema).toMatchObject({ valid: false });
-    expect(slowSchema.issues[0]).toMatch(/not checked within 1000 ms/);
+    const slowSchema = thrown(() => engine.validate(schemaRule(exponentialSchema()), '"x"', {}));
+    expect(slowSchema).toBeInstanceOf(DomainFailure);
+    expect(slowSchema).toEqual(notChecked(/own work ran past the 1000 ms budget.*send the same call again/));
+    expect((slowSchema as DomainFailure).error).toMatchObject({
+      details: expect.stringMatching(/probably too expensive/),
+    });
     // RE2 is linear, but this pattern over a megabyte still takes seconds.
-    const slowRegex = engine.validate(
-      [
-        { type: 'regex', pattern: '(?i)(\\w+\\s*){50}z', message: 'needs z' },
-        { type: 'contains', value: 'hello', message: 'says hello' },
-      ],
-      'hello world '.repeat(80_000),
-      {},
+    const slowRegex = thrown(() =>
+      engine.validate(
+        [
+          { type: 'regex', pattern: '(?i)(\\w+\\s*){50}z', message: 'needs z' },
+          { type: 'contains', value: 'hello', message: 'says hello' },
+        ],
+        'hello world '.repeat(80_000),
+        {},
+      ),
     );
-    expect(slowRegex.issues).toEqual([expect.stringMatching(/^needs z \(not checked within/)]);
-    const contract = engine.schemaErrors(exponentialSchema(), 'x');
-    expect(contract).toEqual([expect.stringMatching(/not checked within/)]);
+    expect(slowRegex).toEqual(notChecked(/own work ran past/));
+    expect(thrown(() => engine.schemaErrors(exponentialSchema(), 'x'))).toEqual(notChecked(/own work/));
     // The worker was replaced; checks go on.
     expect(engine.validate(schemaRule({ type: 'string' }), '"fine"', {}).valid).toBe(true);
   });
@@ -175,11 +193,31 @@ describe('no schema, pattern or output stalls the server', () => {
       schema: { ...exponentialSchema(), title: `slow ${i}` },
       message: `slow ${i}`,
     }));
-    const [result, took] = timed(() => engine.validate(rules, '"x"', {}));
-    expect(result.issues).toHaveLength(5);
-    // The one bound no answer can witness (five budgets would give the same issues, in five times the
-    // time), so it stays, generous: four budgets' worth of slack over the one shared budget.
-    expect(took).toBeLessThan(5 * VALIDATION_BUDGET_MS);
+    const starts = engine.workerStarts;
+    // One error for the call (not one per rule), after one budget: the worker is replaced once.
+    expect(thrown(() => engine.validate(rules, '"x"', {}))).toEqual(notChecked(/1000 ms budget/));
+    expect(engine.workerStarts).toBe(starts + 1);
+  });
+
+  it('never holds the event loop past the hard cap, even when no work is measured at all', async () => {
+    // A machine where the worker gets no CPU at all: its work never reaches the budget, and the cap
+    // (wall clock, everything included) ends the wait.
+    const capped = new ValidationEngine({
+      workerUrl: engineUrl,
+      capMs: 300,
+      clock: { ...SYSTEM_CLOCK, work: () => 0 },
+    });
+    try {
+      await capped.load();
+      expect(thrown(() => capped.validate(schemaRule(exponentialSchema()), '"x"', {}))).toEqual(
+        notChecked(/^(?!.*starting).*no answer came within 300 ms/),
+      );
+      // The worker that ran it was replaced; once the new one is up, checks go on.
+      await capped.load();
+      expect(capped.validate(schemaRule({ type: 'string' }), '"fine"', {}).valid).toBe(true);
+    } finally {
+      capped.unload();
+    }
   });
 
   it('keeps at most MAX_COMPILED compiled schemas, however many distinct ones it sees', () => {
@@ -275,5 +313,112 @@ describe('the worker runs only while checks need it', () => {
     expect(lazy.validate(schemaRule({ type: 'object' }), '{}', {}).valid).toBe(true);
     expect(lazy.loaded).toBe(true);
     lazy.unload();
+  });
+});
+
+describe('the budget measures the rule, never the machine', () => {
+  const regex: ValidationCriterion = { type: 'regex', pattern: '^[a-z ]+$', message: 'lower-case words' };
+  const schema: ValidationCriterion = {
+    type: 'schema',
+    schema: { type: 'object', required: ['a'] },
+    message: 'an object with a',
+  };
+  const criteria: ValidationCriteria = [regex, schema];
+  const workflow = {
+    id: 'two-rules',
+    name: 'n',
+    description: 'd',
+    version: '1.0.0',
+    steps: [
+      { id: 'one', title: 't', prompt: 'p', validationCriteria: [regex] },
+      { id: 'two', title: 't', prompt: 'p', validationCriteria: [schema] },
+    ],
+  } as unknown as Workflow;
+
+  it('a worker start slower than the budget counts for nothing: every verdict stands', () => {
+    // A budget of 5 ms: no worker thread starts that fast (loading RE2 and ajv alone takes longer), and
+    // none is started beforehand (no load()), so each call starts one inside its wait. The start-up
+    // counts against the cap only; the rule's own work is measured as none.
+    const slowStart = new ValidationEngine({
+      workerUrl: engineUrl,
+      budgetMs: 5,
+      capMs: 120_000,
+      clock: { ...SYSTEM_CLOCK, work: () => 0 },
+    });
+    try {
+      for (let i = 0; i < 2; i++) {
+        slowStart.unload();
+        expect(slowStart.checkWorkflow(workflow)).toEqual([]);
+        slowStart.unload();
+        expect(slowStart.validate([regex], 'two words', {})).toEqual({
+          valid: true,
+          issues: [],
+          suggestions: [],
+        });
+        slowStart.unload();
+        expect(slowStart.validate([schema], '{"a": 1}', {}).valid).toBe(true);
+      }
+      expect(slowStart.workerStarts).toBe(6);
+    } finally {
+      slowStart.unload();
+    }
+  });
+
+  it('a machine so loaded that every look at the clock finds 1.5 s gone changes no verdict', () => {
+    const loaded = new ValidationEngine({ workerUrl: engineUrl, clock: scriptedClock({ wallStepMs: 1500 }) });
+    try {
+      loaded.unload();
+      expect(loaded.validate([regex], 'two words', {}).valid).toBe(true);
+      expect(loaded.validate([regex], 'Two words', {}).issues).toEqual(['lower-case words']);
+      expect(loaded.checkWorkflow(workflow)).toEqual([]);
+    } finally {
+      loaded.unload();
+    }
+  });
+
+  it('a rule whose own work runs out is not checked, on every path, and the next call checks it', () => {
+    const clock = scriptedClock({ workMs: 2 * VALIDATION_BUDGET_MS, overruns: 5 });
+    // The scripted clock moves the wall by workMs at every look: a cap far off keeps this about the work.
+    const slow = new ValidationEngine({ workerUrl: engineUrl, clock, capMs: 20 * VALIDATION_BUDGET_MS });
+    try {
+      const budget = /their own work ran past the 1000 ms budget/;
+      expect(thrown(() => slow.validate(criteria, '{"a": 1}', {}))).toEqual(notChecked(budget));
+      // A definition's rules are no violation of it when they were not checked: the same error.
+      expect(thrown(() => slow.checkWorkflow(workflow))).toEqual(notChecked(budget));
+      expect(thrown(() => slow.check(criteria))).toEqual(notChecked(budget));
+      // Input patterns no longer "count as no match", output contracts get no "(root)" issue.
+      expect(thrown(() => slow.matches('^[a-z]+$', 'abc'))).toEqual(notChecked(budget));
+      expect(thrown(() => slow.schemaErrors({ type: 'object' }, {}))).toEqual(notChecked(budget));
+      expect(clock.overrun).toBe(5);
+      // Measured for real again: the verdicts, checked.
+      expect(slow.validate(criteria, '{"a": 1}', {})).toMatchObject({
+        valid: false,
+        issues: ['lower-case words'],
+      });
+      expect(slow.checkWorkflow(workflow)).toEqual([]);
+      expect(slow.matches('^[a-z]+$', 'abc')).toBe(true);
+    } finally {
+      slow.unload();
+    }
+  });
+
+  it("measures work by the best source there is: the worker's readings, its thread, the process, the wall clock", () => {
+    const probe = { seq: 1, postedAt: 0, tid: 0, idleCpuMs: undefined, doneCpuMs: undefined, wallMs: 5000 };
+    // A request that is done: the worker's own readings before and after it, nothing read here.
+    expect(
+      SYSTEM_CLOCK.work({ ...probe, tid: 1, idleCpuMs: 40, doneCpuMs: 47, processCpuMs: undefined }),
+    ).toBe(7);
+    // No thread to read (not Linux): the process's CPU time since the request was posted, never the wall.
+    const since = SYSTEM_CLOCK.work({ ...probe, processCpuMs: SYSTEM_CLOCK.processCpu() });
+    expect(since).toBeGreaterThanOrEqual(0);
+    expect(since).toBeLessThan(5000);
+    // Nothing at all: the wall clock since the request was posted.
+    expect(SYSTEM_CLOCK.work({ ...probe, processCpuMs: undefined })).toBe(5000);
+  });
+
+  it.runIf(process.platform === 'linux')("reads a thread's own CPU time from /proc", () => {
+    const cpu = threadCpuMs('/proc/thread-self');
+    expect(cpu).toEqual(expect.any(Number));
+    expect(cpu).toBeGreaterThan(0);
   });
 });

@@ -1,8 +1,10 @@
 /**
  * The thread that runs ValidationEngine's regex and JSON Schema checks (an entry point of its own in
- * the bundle: dist/validation-worker.js). Its caller waits for each answer for at most the validation
- * budget and terminates the thread when it runs over, so no pattern, schema or output holds the
- * server's event loop for longer than that; see validation-worker-client.ts.
+ * the bundle: dist/validation-worker.js). Its caller waits for each answer while the request's own work
+ * stays within the validation budget (this thread's CPU time where it can be read), and terminates the
+ * thread when it runs over, so no pattern, schema or output holds the server's event loop for longer
+ * than that (and a hard cap); see validation-worker-client.ts. This side signals where each request's
+ * work starts and publishes its thread id and CPU time for that measure.
  *
  * Inside, checks are also made cheap where they can be: ajv matches `pattern` and
  * `patternProperties` with RE2 (linear time) instead of backtracking RegExps, and `uniqueItems`
@@ -11,6 +13,7 @@
  * after MAX_COMPILED compilations, so memory stays flat however many distinct schemas come by.
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import type {
@@ -31,6 +34,7 @@ import {
   type CheckResult,
   MAX_COMPILED,
   SIGNAL,
+  threadCpuMs,
   type WorkerInit,
 } from './validation-worker-protocol.js';
 
@@ -324,9 +328,47 @@ function describeError(e: ErrorObject): string {
 // The server's stdout carries JSON-RPC only: whatever a library here prints goes to stderr instead.
 process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
 
-const { port, signal } = workerData as WorkerInit;
-const checker = new Checker(await importLibraries());
+const { port, signal, idleCpuMs } = workerData as WorkerInit;
+
+/** This thread's id on Linux (the first field of its stat), 0 where there is no /proc to read. */
+function ownThreadId(): number {
+  try {
+    const tid = Number.parseInt(readFileSync('/proc/thread-self/stat', 'latin1'), 10);
+    return Number.isSafeInteger(tid) && tid > 0 && threadCpuMs('/proc/thread-self') !== undefined ? tid : 0;
+  } catch {
+    return 0;
+  }
+}
+
+const tid = ownThreadId();
+
+/**
+ * Publishes this thread's CPU time now that it is idle (after request `after`, 0: none yet): where the
+ * next request's work starts, read by the waiting side only when a request runs long. Written after the
+ * answer, so the read is never on the answer's path.
+ */
+function publishIdleCpu(after: number): void {
+  if (tid === 0) return;
+  const cpu = threadCpuMs('/proc/thread-self');
+  if (cpu === undefined) return;
+  idleCpuMs[after & 1] = cpu;
+  // The store publishes the value written before it (a reader that sees `after` sees the value).
+  Atomics.store(signal, SIGNAL.idleAfter, after);
+}
+
+let checker: Checker;
+try {
+  checker = new Checker(await importLibraries());
+} catch (error) {
+  // A waiting caller learns at once that this worker will never answer (instead of at its cap).
+  Atomics.store(signal, SIGNAL.ready, -1);
+  Atomics.notify(signal, SIGNAL.ready);
+  throw error;
+}
 port.on('message', (request: CheckRequest) => {
+  // The request's work starts now: waiting for a core or for this thread to start never counts.
+  Atomics.store(signal, SIGNAL.started, request.seq);
+  Atomics.notify(signal, SIGNAL.started);
   let reply: CheckReply;
   try {
     reply = checker.handle(request);
@@ -337,7 +379,10 @@ port.on('message', (request: CheckRequest) => {
   // The caller is blocked in Atomics.wait: the answer is already in its port when it wakes.
   Atomics.store(signal, SIGNAL.done, request.seq);
   Atomics.notify(signal, SIGNAL.done);
+  publishIdleCpu(request.seq);
 });
+publishIdleCpu(0);
+Atomics.store(signal, SIGNAL.tid, tid);
 Atomics.store(signal, SIGNAL.ready, 1);
 Atomics.notify(signal, SIGNAL.ready);
 parentPort?.postMessage('ready');

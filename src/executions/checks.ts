@@ -8,9 +8,10 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import { type CommandStepRunner, durationMs } from '../catalogs/command-steps.js';
-import { Scrubber } from '../catalogs/credentials.js';
+import { Scrubber, STATIC_TOKEN_SHAPE } from '../catalogs/credentials.js';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { contextScope } from '../engine/guidance.js';
+import { terminalSafe } from '../engine/terminal-text.js';
 import { CHECK_NAME_PATTERN, type CommandStep, durationSchema } from '../model/workflow.js';
 import { ATTR, inSpan } from '../telemetry/trace.js';
 
@@ -147,27 +148,42 @@ export interface CheckRunner {
   known(name: string): boolean;
   /** Whether checks are configured at all (a workflow naming one is then checked against them). */
   readonly configured: boolean;
-  run(
-    name: string,
-    options: { roots?: readonly string[] | undefined; signal?: AbortSignal | undefined },
-  ): Promise<CheckResult>;
+  run(name: string, options: CheckRunOptions): Promise<CheckResult>;
+}
+
+export interface CheckRunOptions {
+  /** The client's MCP roots (`file://` URIs), for a check whose working directory comes from them. */
+  roots?: readonly string[] | undefined;
+  /** Stops the run (and takes it out of the queue while it waits for a slot). */
+  signal?: AbortSignal | undefined;
+  /** Who submitted: checks run at most `maxPerPrincipal` at a time for each. */
+  principal?: string | undefined;
 }
 
 const SECRET_ENV = /TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_KEY/i;
-/** Credential shapes in free text: bearer tokens, URL user info, JWT-like runs. */
+/** Credential shapes in free text: bearer tokens, URL user info, JWT-like runs, this server's tokens. */
 const SECRET_SHAPES: readonly [RegExp, string][] = [
   [/(authorization:\s*(?:bearer|basic)\s+)[^\s]+/gi, '$1[hidden]'],
   [/(bearer\s+)[A-Za-z0-9._~+/=-]{12,}/gi, '$1[hidden]'],
   [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi, '$1[hidden]@'],
   [/(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]{10,}){1,2}/g, '[hidden]'],
+  [STATIC_TOKEN_SHAPE, '[hidden]'],
 ];
 
-/** The tail of the output with the server's credential values and credential-shaped text replaced. */
-export function scrubOutput(text: string, env: NodeJS.ProcessEnv): string {
-  const secrets = Object.entries(env)
+/**
+ * Output made fit to show (to the agent, in telemetry, on the dashboard): terminal control sequences
+ * and bidirectional controls removed (terminal-text.ts), then the values of the server's
+ * credential-like variables and the other `secrets` (the data dir's token secret) replaced in every
+ * form the Scrubber knows, and credential-shaped text too. Controls go first, so a secret split by a
+ * colour code is whole again when the scrubber looks for it.
+ */
+export function scrubOutput(text: string, env: NodeJS.ProcessEnv, secrets: readonly string[] = []): string {
+  const known = Object.entries(env)
     .filter(([name, value]) => value !== undefined && value.length >= 8 && SECRET_ENV.test(name))
     .map(([, value]) => value as string);
-  let out = new Scrubber(secrets, '[hidden]').text(text);
+  let out = new Scrubber([...known, ...secrets.filter((s) => s.length >= 8)], '[hidden]').text(
+    terminalSafe(text),
+  );
   for (const [shape, replacement] of SECRET_SHAPES) out = out.replace(shape, replacement);
   return out;
 }
@@ -239,8 +255,11 @@ function realpathOr(path: string): string {
 }
 
 /**
- * Runs a command check: no shell (arguments are passed as they are), its own process group (so a
- * timeout kills whatever it started too), only the allowed environment variables, output capped.
+ * Runs a command check: no shell (arguments are passed as they are), its own process group, only the
+ * allowed environment variables, output capped. The group ends with the check, whatever its result:
+ * when the command exits (or times out, or the run is aborted) the group gets SIGTERM, then SIGKILL
+ * after the grace period if anything is left, so nothing a check started in the background keeps
+ * running after it. A descendant that left the group (setsid, a daemon) is not tracked.
  */
 export function runCommandCheck(
   name: string,
@@ -248,6 +267,7 @@ export function runCommandCheck(
   cwd: string,
   env: NodeJS.ProcessEnv,
   signal?: AbortSignal,
+  secrets: readonly string[] = [],
 ): Promise<CheckResult> {
   const started = Date.now();
   const childEnv: Record<string, string> = {};
@@ -260,6 +280,8 @@ export function runCommandCheck(
   return new Promise((done) => {
     let timedOut = false;
     let settled = false;
+    /** How the command itself ended ('exit'), before its output pipes closed ('close'). */
+    let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     const finish = (
       result: Omit<
         CheckResult,
@@ -269,8 +291,9 @@ export function runCommandCheck(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      clearTimeout(killer);
       signal?.removeEventListener('abort', aborted);
+      // The SIGKILL still due stays due while the group has members (one may be ignoring SIGTERM).
+      if (!groupAlive()) clearTimeout(killer);
       done({
         check: name,
         ...result,
@@ -278,22 +301,41 @@ export function runCommandCheck(
         duration_ms: Date.now() - started,
         output_bytes: tail.total,
         truncated: tail.total > check.max_output,
-        tail: scrubOutput(tail.text(), env),
+        tail: scrubOutput(tail.text(), env, secrets),
         cwd,
       });
     };
+    const settleFromExit = () =>
+      finish({
+        passed: exited?.code === 0 && !timedOut,
+        exit_code: exited?.code ?? null,
+        signal: exited?.signal ?? null,
+      });
     let killer: NodeJS.Timeout | undefined;
-    const killGroup = (sig: NodeJS.Signals) => {
-      if (child.pid === undefined) return;
+    const killGroup = (sig: NodeJS.Signals | 0): boolean => {
+      if (child.pid === undefined) return false;
       try {
         process.kill(-child.pid, sig);
+        return true;
       } catch {
-        // already gone
+        return false; // the group is gone
       }
     };
-    const stop = () => {
+    const groupAlive = () => killGroup(0);
+    let ending = false;
+    /** SIGTERM to the group now, SIGKILL after the grace period; then stop waiting for the output. */
+    const endGroup = () => {
+      if (ending) return;
+      ending = true;
       killGroup('SIGTERM');
-      killer = setTimeout(() => killGroup('SIGKILL'), CHECK_LIMITS.killGraceMs);
+      killer = setTimeout(() => {
+        killGroup('SIGKILL');
+        // Output pipes still open now are held by something outside the group (setsid): the check
+        // is over all the same.
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        settleFromExit();
+      }, CHECK_LIMITS.killGraceMs);
       killer.unref();
     };
     const child = spawn(check.command, check.args, {
@@ -306,10 +348,10 @@ export function runCommandCheck(
     });
     const timer = setTimeout(() => {
       timedOut = true;
-      stop();
+      endGroup();
     }, timeoutMs);
     timer.unref();
-    const aborted = () => stop();
+    const aborted = () => endGroup();
     signal?.addEventListener('abort', aborted, { once: true });
     child.stdout?.on('data', (chunk: Buffer) => tail.push(chunk));
     child.stderr?.on('data', (chunk: Buffer) => tail.push(chunk));
@@ -321,23 +363,182 @@ export function runCommandCheck(
         error: `cannot run ${check.command}: ${error.message}`,
       }),
     );
+    child.on('exit', (code, sig) => {
+      exited = { code, signal: sig };
+      // The command is done: what it left running in its group ends now, passed or not. Its output
+      // already written stays readable in the pipes until 'close'.
+      endGroup();
+    });
     child.on('close', (code, sig) => {
-      // The group may have left children behind that hold no pipe: end them with the check.
+      exited ??= { code, signal: sig };
+      // A timed-out group had its SIGTERM: what is still there gets no grace.
       if (timedOut) killGroup('SIGKILL');
-      finish({ passed: code === 0 && !timedOut, exit_code: code, signal: sig });
+      settleFromExit();
     });
   });
 }
 
+/** How many checks run at once, in total and per principal, and how many may wait for a slot. */
+export interface CheckSlotLimits {
+  /** Checks running at once on this server (WORKFLOWLOOKUP_CHECKS_MAX_CONCURRENT). */
+  maxConcurrent: number;
+  /** Checks of one principal running at once (WORKFLOWLOOKUP_CHECKS_MAX_PER_PRINCIPAL). */
+  maxPerPrincipal: number;
+  /** Runs waiting for a slot, over all principals; one more is refused (WORKFLOWLOOKUP_CHECKS_MAX_QUEUED). */
+  maxQueued: number;
+}
+
+interface Waiter {
+  grant(): void;
+}
+
+/**
+ * The slots checks run in. A run that finds none free waits in line rather than fail: one line per
+ * principal (first come, first served), and a free slot goes to the waiting principal served longest
+ * ago, so one principal's burst cannot keep another's single check waiting behind all of it. Past
+ * `maxQueued` waiting runs a run is refused with check_busy (retryable). A waiting run whose signal
+ * aborts leaves the line.
+ */
+export class CheckSlots {
+  private running = 0;
+  private readonly runningOf = new Map<string, number>();
+  /** Waiting runs by principal, oldest first; a principal is here only while it has some. */
+  private readonly lines = new Map<string, Waiter[]>();
+  private waiting = 0;
+  /** When each principal active now was last given a slot (a counter, not a time). */
+  private readonly servedAt = new Map<string, number>();
+  private turn = 0;
+
+  constructor(readonly limits: CheckSlotLimits) {}
+
+  /** Runs in a slot now and waiting for one (for tests and messages). */
+  get counts(): { running: number; waiting: number } {
+    return { running: this.running, waiting: this.waiting };
+  }
+
+  /**
+   * A slot for one run of `check` by `principal`: at once when one is free, else after waiting in line.
+   * Resolves to the function that gives it back (call it once the run is over, whatever its result).
+   */
+  acquire(
+    check: string,
+    principal: string,
+    options: { signal?: AbortSignal | undefined; retryAfterMs?: number | undefined } = {},
+  ): Promise<() => void> {
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    // Slots are handed out as soon as one frees, so a free slot now means every waiting run is held
+    // back by its principal's own limit: taking it skips nobody.
+    if (!this.lines.has(principal) && this.free(principal)) return Promise.resolve(this.take(principal));
+    if (this.waiting >= this.limits.maxQueued) {
+      const { maxConcurrent, maxQueued } = this.limits;
+      const busy = new DomainFailure({
+        code: 'check_busy',
+        message: `check "${check}" cannot run now: ${this.running} checks are running (at most ${maxConcurrent} at once) and ${this.waiting} are waiting, the most this server queues (WORKFLOWLOOKUP_CHECKS_MAX_QUEUED=${maxQueued}); nothing advanced`,
+        check,
+        ...(principal !== '' ? { principal } : {}),
+        limit: maxQueued,
+        ...(options.retryAfterMs !== undefined ? { retryAfterMs: options.retryAfterMs } : {}),
+      });
+      return Promise.reject(busy);
+    }
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        grant: () => {
+          signal?.removeEventListener('abort', leave);
+          resolve(this.take(principal));
+        },
+      };
+      const leave = () => {
+        const line = this.lines.get(principal);
+        const at = line?.indexOf(waiter) ?? -1;
+        if (line === undefined || at < 0) return;
+        line.splice(at, 1);
+        this.waiting--;
+        if (line.length === 0) this.lines.delete(principal);
+        this.forget(principal);
+        reject(signal?.reason);
+      };
+      const line = this.lines.get(principal);
+      if (line === undefined) this.lines.set(principal, [waiter]);
+      else line.push(waiter);
+      this.waiting++;
+      signal?.addEventListener('abort', leave, { once: true });
+    });
+  }
+
+  private free(principal: string): boolean {
+    return (
+      this.running < this.limits.maxConcurrent &&
+      (this.runningOf.get(principal) ?? 0) < this.limits.maxPerPrincipal
+    );
+  }
+
+  private take(principal: string): () => void {
+    this.running++;
+    this.runningOf.set(principal, (this.runningOf.get(principal) ?? 0) + 1);
+    this.servedAt.set(principal, ++this.turn);
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      this.running--;
+      const left = (this.runningOf.get(principal) ?? 1) - 1;
+      if (left > 0) this.runningOf.set(principal, left);
+      else this.runningOf.delete(principal);
+      this.forget(principal);
+      this.dispatch();
+    };
+  }
+
+  /** Drops what is kept of a principal with nothing running or waiting (memory stays bounded). */
+  private forget(principal: string): void {
+    if (!this.runningOf.has(principal) && !this.lines.has(principal)) this.servedAt.delete(principal);
+  }
+
+  /** Gives free slots to waiting runs: the principal served longest ago first, its oldest run first. */
+  private dispatch(): void {
+    while (this.running < this.limits.maxConcurrent) {
+      let chosen: string | undefined;
+      let oldest = Number.POSITIVE_INFINITY;
+      for (const principal of this.lines.keys()) {
+        if ((this.runningOf.get(principal) ?? 0) >= this.limits.maxPerPrincipal) continue;
+        // Never served (or not since it was last idle) comes first; ties go to the line made first.
+        const at = this.servedAt.get(principal) ?? 0;
+        if (at < oldest) {
+          oldest = at;
+          chosen = principal;
+        }
+      }
+      if (chosen === undefined) return;
+      const line = this.lines.get(chosen) as Waiter[];
+      const waiter = line.shift() as Waiter;
+      if (line.length === 0) this.lines.delete(chosen);
+      this.waiting--;
+      waiter.grant();
+    }
+  }
+}
+
 /** The configured checks, run as configured (see CheckRunner). */
 export class ConfiguredChecks implements CheckRunner {
+  private readonly slots: CheckSlots;
+  /** How long the last run of each check took: the hint a check_busy refusal gives. */
+  private readonly lastDurationMs = new Map<string, number>();
+
   constructor(
     private readonly config: ChecksConfig | undefined,
     private readonly deps: {
       env: NodeJS.ProcessEnv;
       commands?: Pick<CommandStepRunner, 'run'> | undefined;
+      /** Values to hide in output besides the environment's credentials (the data dir's token secret). */
+      secrets?: readonly string[] | undefined;
+      /** How many checks run at once (command and HTTP checks alike). */
+      limits: CheckSlotLimits;
     },
-  ) {}
+  ) {
+    this.slots = new CheckSlots(deps.limits);
+  }
 
   get configured(): boolean {
     return this.config !== undefined;
@@ -379,10 +580,7 @@ export class ConfiguredChecks implements CheckRunner {
    * One span per run: the check's name, kind, outcome and duration; never its output, command line,
    * working directory or environment (they may hold what the operator keeps private).
    */
-  run(
-    name: string,
-    options: { roots?: readonly string[] | undefined; signal?: AbortSignal | undefined },
-  ): Promise<CheckResult> {
+  run(name: string, options: CheckRunOptions): Promise<CheckResult> {
     const definition = this.config?.checks.get(name);
     const kind = definition === undefined ? undefined : 'http' in definition ? 'http' : 'command';
     return inSpan(
@@ -409,11 +607,23 @@ export class ConfiguredChecks implements CheckRunner {
     );
   }
 
-  private async runUntraced(
-    name: string,
-    options: { roots?: readonly string[] | undefined; signal?: AbortSignal | undefined },
-  ): Promise<CheckResult> {
+  private async runUntraced(name: string, options: CheckRunOptions): Promise<CheckResult> {
     this.available(name, {});
+    const last = this.lastDurationMs.get(name);
+    const release = await this.slots.acquire(name, options.principal ?? '', {
+      signal: options.signal,
+      retryAfterMs: last === undefined ? undefined : Math.max(1000, last),
+    });
+    try {
+      const result = await this.runInSlot(name, options);
+      this.lastDurationMs.set(name, result.duration_ms);
+      return result;
+    } finally {
+      release();
+    }
+  }
+
+  private async runInSlot(name: string, options: CheckRunOptions): Promise<CheckResult> {
     const check = this.config?.checks.get(name) as CheckDefinition;
     if ('http' in check) return this.runHttp(name, check, options.signal);
     const cwd = workingDirectory(check, options.roots);
@@ -430,7 +640,7 @@ export class ConfiguredChecks implements CheckRunner {
         error: 'no working directory: the client sent no usable root and the check configures no directory',
       };
     }
-    return runCommandCheck(name, check, cwd, this.deps.env, options.signal);
+    return runCommandCheck(name, check, cwd, this.deps.env, options.signal, this.deps.secrets);
   }
 
   private async runHttp(name: string, check: HttpCheck, signal?: AbortSignal): Promise<CheckResult> {
@@ -473,6 +683,7 @@ export class ConfiguredChecks implements CheckRunner {
             .subarray(Math.max(0, bytes - max))
             .toString('utf8'),
           this.deps.env,
+          this.deps.secrets,
         ),
       };
     } catch (error) {
@@ -484,8 +695,8 @@ export class ConfiguredChecks implements CheckRunner {
         exit_code: domain?.status ?? null,
         timed_out: domain?.reason === 'timeout',
         duration_ms: Date.now() - started,
-        tail: scrubOutput(domain?.message ?? (error as Error).message, this.deps.env),
-        error: domain?.message ?? (error as Error).message,
+        tail: scrubOutput(domain?.message ?? (error as Error).message, this.deps.env, this.deps.secrets),
+        error: scrubOutput(domain?.message ?? (error as Error).message, this.deps.env, this.deps.secrets),
       };
     }
   }

@@ -6,6 +6,7 @@ import type { HttpCall } from '../catalogs/http-runner.js';
 import { asRecord, type Context } from '../engine/conditions.js';
 import { type DomainError, DomainFailure, fail } from '../engine/errors.js';
 import { findActionStep, type nextStep } from '../engine/next-step.js';
+import { terminalSafe } from '../engine/terminal-text.js';
 import { type CommandStep, isCommandStep } from '../model/workflow.js';
 import type { ExecutionRecord, StoreWriter } from '../store/execution-store.js';
 import type { Caller, CommandRun, CommandWait } from './execution-model.js';
@@ -53,8 +54,7 @@ export interface CommandPhaseResult {
  * call, on any process, sends the same key.
  */
 export class CommandPhase {
-  /** This process as a lease owner: host, pid and a random part (pids are reused). */
-  readonly owner = `${hostname()}:${process.pid}:${randomBytes(6).toString('hex')}`;
+  readonly owner = leaseOwner();
 
   constructor(
     private readonly machine: StepMachine,
@@ -243,14 +243,18 @@ export class CommandPhase {
   ): Promise<unknown> {
     const domain =
       error instanceof DomainFailure && error.error.code === 'command_failed' ? error.error : undefined;
+    // The response's output_contract was not checked in time (a busy machine): no verdict, so the step
+    // waits and workflow_resume checks it again; it never fails the execution.
+    const notChecked = error instanceof DomainFailure && error.error.code === 'validation_not_checked';
     const wait: CommandWait = {
       step_id: step.id,
       command: step.run,
-      reason: domain?.reason ?? 'internal',
-      message: domain?.message ?? (error as Error).message,
+      reason: domain?.reason ?? (notChecked ? 'not_checked' : 'internal'),
+      // Kept on the execution, shown by workflow_resume and the dashboard: any error's text made safe.
+      message: terminalSafe(domain?.message ?? (error as Error).message),
       ...(domain?.status !== undefined ? { status: domain.status } : {}),
     };
-    const retry = domain !== undefined && waits(domain);
+    const retry = notChecked || (domain !== undefined && waits(domain));
     const { machine } = this;
     await machine.store.transaction(async (tx) => {
       const exec = await tx.getExecution(executionId);
@@ -277,6 +281,11 @@ export class CommandPhase {
     if (domain === undefined) return error;
     return new DomainFailure({ ...domain, retryable: retry });
   }
+}
+
+/** This process as a lease owner: host, pid and a random part (pids are reused). */
+export function leaseOwner(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(6).toString('hex')}`;
 }
 
 /**

@@ -1,4 +1,5 @@
 // Shapes and pure helpers of durable executions, shared by the service, its phases and its presenters.
+import { asRecord } from '../engine/conditions.js';
 import { fail } from '../engine/errors.js';
 import type { Guidance } from '../engine/guidance.js';
 import type { LoopPosition } from '../engine/next-step.js';
@@ -179,6 +180,8 @@ export type Outcome =
       commands: CommandRun[];
       /** The step whose output was accepted (advanced only). */
       done_step?: string;
+      /** Who paused it (an existing execution, paused). */
+      paused?: PauseRecord;
     }
   | {
       v: 1;
@@ -191,6 +194,7 @@ export type Outcome =
       final_output?: unknown;
       commands: CommandRun[];
       done_step?: string;
+      paused?: PauseRecord;
     }
   | {
       v: 1;
@@ -255,6 +259,40 @@ export interface CurrentState {
   waiting?: CommandWait;
   /** The current step's output waits for a person's approval (the token polls). */
   approval?: ApprovalView;
+  /** Who paused it, while it is paused. */
+  paused?: PauseRecord;
+}
+
+/** Where a change of state came from: a person (the dashboard) or the agent (workflow_set_state). */
+export type StateRoute = 'dashboard' | 'agent';
+
+/** Who paused an execution, from where, when and why: kept in its metadata (`paused_by`) while paused. */
+export interface PauseRecord {
+  by: string;
+  via: StateRoute;
+  at: string;
+  reason?: string;
+}
+
+/** The pause an execution's metadata records, if it is paused. */
+export function pauseOf(metadata: Record<string, unknown>): PauseRecord | undefined {
+  const pause = asRecord(metadata.paused_by);
+  return typeof pause.by === 'string' &&
+    typeof pause.at === 'string' &&
+    (pause.via === 'dashboard' || pause.via === 'agent')
+    ? (pause as unknown as PauseRecord)
+    : undefined;
+}
+
+/** "alice paused it from the dashboard at <time> ("lunch break")": who, where, when and why. */
+export function pausePhrase(pause: PauseRecord): string {
+  const where = pause.via === 'dashboard' ? 'from the dashboard' : 'with workflow_set_state';
+  return `${pause.by} paused it ${where} at ${pause.at}${pause.reason ? ` (${JSON.stringify(pause.reason)})` : ''}`;
+}
+
+/** A pause a person made holds until a person (or the principal's explicit override) lifts it. */
+export function pausedByPerson(pause: PauseRecord | undefined): pause is PauseRecord {
+  return pause !== undefined && pause.via !== 'agent';
 }
 
 /** The agent-visible part of a step output, kept in the context as `steps.<id>.output`. */

@@ -14,8 +14,8 @@ import type {
   TaskStatus,
   TelemetryRecord,
 } from '../store/execution-store.js';
-import type { CommandWait } from './execution-model.js';
-import { type Caller, plannedSteps } from './execution-model.js';
+import type { CommandWait, PauseRecord } from './execution-model.js';
+import { type Caller, pauseOf, plannedSteps } from './execution-model.js';
 
 export interface ExecutionSummary {
   execution_id: string;
@@ -83,6 +83,8 @@ export interface ExecutionDetail extends ExecutionSummary {
   reasons: Record<string, string>;
   /** The current command step failed in a way a retry may fix. */
   waiting: CommandWait | null;
+  /** Who paused it, from where and when (while paused). */
+  paused_by: PauseRecord | null;
   final_output?: unknown;
   /** The context the conditions read (server-owned keys included). */
   context: Record<string, unknown>;
@@ -430,6 +432,7 @@ function detailOf(exec: ExecutionRecord, workflow: Workflow): ExecutionDetail {
     token_expires_at: isTerminal(exec.state) ? null : exec.token_expires_at,
     reasons,
     waiting: typeof waiting.step_id === 'string' ? (waiting as unknown as CommandWait) : null,
+    paused_by: (exec.state === 'paused' && pauseOf(exec.metadata)) || null,
     ...('final_output' in exec.metadata ? { final_output: exec.metadata.final_output } : {}),
     context: exec.context,
     workflow,

@@ -35,6 +35,8 @@ import type {
 } from '../store/execution-store.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
 import type { WorkflowRegistry } from '../workflows/registry.js';
+import { deciders, mayDecide, outputDigest } from './approvers.js';
+import { CheckClaims, endClaim, type HeldClaim } from './check-claims.js';
 import type { CheckResult, CheckRunner } from './checks.js';
 import { CommandPhase, waitingOn } from './command-phase.js';
 import {
@@ -48,6 +50,11 @@ import {
   nowIso,
   type Outcome,
   outputForTemplates,
+  type PauseRecord,
+  pausedByPerson,
+  pauseOf,
+  pausePhrase,
+  type StateRoute,
   type StepOutput,
   type StepView,
   storedArtifact,
@@ -87,6 +94,26 @@ export interface ExecutionDeps {
   checks?: CheckRunner;
   /** The clock approval timeouts are measured by (ms since the epoch); tests inject one. */
   clock?: () => number;
+  /**
+   * Principals the operator lets decide other principals' approvals, where a step names them
+   * (WORKFLOWLOOKUP_APPROVERS); a workflow's `approvers` alone grants nothing (approvers.ts).
+   */
+  approvers?: ReadonlySet<string>;
+}
+
+/** Who asks for a change of state, and from where (a person's pause holds against the agent). */
+export interface StateChange {
+  via: StateRoute;
+  /** The person or principal recorded (default: the caller's principal). */
+  by?: string;
+  /** The principal's explicit choice to lift a person's pause (never offered in `next`). */
+  override?: boolean;
+}
+
+/** What a person decided on: the approval they were shown and, where known, the digest of its output. */
+export interface DecisionTarget {
+  approval_id: string;
+  output_sha256?: string | undefined;
 }
 
 /** Who decides an approval, and how: a signed-in principal, the host's operator, the client's user. */
@@ -99,6 +126,8 @@ export interface Decider {
   /** The host's operator may decide any approval; others only as the step's approvers allow. */
   operator?: boolean;
 }
+
+const NOBODY: ReadonlySet<string> = new Set();
 
 /** The token nonce of a poll answered by a decision: any output sent with it replays the decision. */
 const DECIDED = 'approval-decision';
@@ -121,6 +150,8 @@ export interface StartInput {
 export class ExecutionService {
   private readonly machine: StepMachine;
   private readonly commandPhase: CommandPhase;
+  /** One check run per token (see check-claims.ts); none without checks. */
+  private readonly claims: CheckClaims | undefined;
   /** The read side: status, history, artifacts, telemetry, search. */
   readonly queries: ExecutionQueries;
 
@@ -134,6 +165,7 @@ export class ExecutionService {
     });
     this.commandPhase = new CommandPhase(this.machine, deps.commands);
     this.queries = new ExecutionQueries(deps.store, (exec) => this.machine.definition(exec));
+    this.claims = deps.checks && new CheckClaims(this.machine, deps.checks, () => this.now());
   }
 
   private async ready(): Promise<void> {
@@ -307,6 +339,7 @@ export class ExecutionService {
       });
     }
     const current = await this.current(exec.execution_id, caller, tx);
+    const paused = current.paused ? { paused: current.paused } : {};
     return current.view
       ? {
           v: 1,
@@ -318,6 +351,7 @@ export class ExecutionService {
           view: current.view,
           token: current.token,
           commands: [],
+          ...paused,
         }
       : {
           v: 1,
@@ -327,6 +361,7 @@ export class ExecutionService {
           workflow_id: exec.workflow_name,
           state: current.state,
           commands: [],
+          ...paused,
         };
   }
 
@@ -393,8 +428,17 @@ export class ExecutionService {
     checkArtifacts(output.artifacts ?? []);
     const outputHash = createHash('sha256').update(canonical(output)).digest('hex');
     return this.recordingErrors(payload.execution_id, payload.step_name, async () => {
-      const verified = await this.runCheck(payload, caller);
-      const advanced = await this.advance(payload, output, outputHash, verified);
+      const { verified, claim } = await this.runCheck(payload, outputHash, caller);
+      let advanced: Outcome;
+      try {
+        advanced = await this.advance(payload, output, outputHash, verified);
+      } catch (error) {
+        // Nothing was recorded: the claim ends here, and the next submission of the token may run it.
+        await claim?.release();
+        throw error;
+      }
+      // The transaction ended the claim with the answer: submissions of this token waiting here replay it.
+      claim?.finished();
       if (advanced.kind === 'awaiting_approval') {
         // After the commit (a PostgreSQL transaction may run twice): which approval the output now waits
         // on, on the step's span; never the output or the prompt.
@@ -446,28 +490,46 @@ export class ExecutionService {
 
   /**
    * The check the current step names, run before the submission's transaction (a check may take
-   * minutes; no row stays locked meanwhile). Nothing runs for a token already used, no longer current,
-   * or polling an approval: the transaction answers those.
+   * minutes; no row stays locked meanwhile). The token is claimed first, so a check runs once per token:
+   * concurrent submissions of it wait for the claimer's answer and replay it. Nothing runs for a token
+   * already used, no longer current, or polling an approval: the transaction answers those.
    */
-  private async runCheck(payload: TokenPayload, caller: Caller): Promise<CheckResult | undefined> {
+  private async runCheck(
+    payload: TokenPayload,
+    outputHash: string,
+    caller: Caller,
+  ): Promise<{ verified?: CheckResult; claim?: HeldClaim }> {
     const { store, checks } = this.deps;
     // Without checks no step can name one (start refuses such workflows; advance refuses the rest):
     // the ordinary step pays nothing for this feature.
-    if (checks === undefined) return undefined;
+    if (checks === undefined || this.claims === undefined) return {};
+    // One read first: most steps name no check and need no claim (a transaction).
     const exec = await store.getExecution(payload.execution_id);
-    if (exec === undefined || exec.token_nonce !== payload.nonce || exec.state !== 'running')
-      return undefined;
-    if (typeof exec.metadata.awaiting_approval === 'string') return undefined;
+    if (exec === undefined || exec.token_nonce !== payload.nonce || exec.state !== 'running') return {};
+    if (typeof exec.metadata.awaiting_approval === 'string') return {};
     const workflow = await this.machine.definition(exec);
-    const step = findPromptStep(workflow, exec.current_step ?? '');
-    if (step?.verify === undefined) return undefined;
-    if ((await store.getSubmission(payload.nonce)) !== undefined) return undefined;
-    const name = step.verify.check;
-    checks.available(name, { workflowId: workflow.id, stepId: step.id, executionId: exec.execution_id });
-    caller.onNetworkWait?.();
-    caller.onProgress?.(`running check ${name}`);
-    const roots = await caller.roots?.().catch(() => undefined);
-    return checks.run(name, { roots, signal: caller.signal });
+    if (findPromptStep(workflow, exec.current_step ?? '')?.verify === undefined) return {};
+    for (;;) {
+      const claim = await this.claims.take(payload, outputHash);
+      if (claim.kind === 'none') return {};
+      // A check (or another request's check) takes a while: later requests need not wait for it.
+      caller.onNetworkWait?.();
+      if (claim.kind === 'wait') {
+        await this.claims.wait(payload.nonce, caller.signal);
+        continue;
+      }
+      try {
+        caller.onProgress?.(`running check ${claim.check}`);
+        const roots = await caller.roots?.().catch(() => undefined);
+        const verified = await claim.holding(() =>
+          checks.run(claim.check, { roots, signal: caller.signal, principal: caller.principal }),
+        );
+        return { verified, claim };
+      } catch (error) {
+        await claim.release();
+        throw error;
+      }
+    }
   }
 
   private advance(payload: TokenPayload, output: StepOutput, outputHash: string, verified?: CheckResult) {
@@ -506,6 +568,7 @@ export class ExecutionService {
         });
       }
       if (exec.state !== 'running') {
+        const pause = pauseOf(exec.metadata);
         fail({
           code: 'state_conflict',
           message: 'State error',
@@ -513,9 +576,12 @@ export class ExecutionService {
           state: exec.state,
           allowed: requestableFrom(exec.state),
           details:
-            exec.state === 'paused'
-              ? 'the execution is paused; resume it with workflow_set_state {"state": "running"}'
-              : `the execution is ${exec.state}`,
+            exec.state !== 'paused'
+              ? `the execution is ${exec.state}`
+              : pausedByPerson(pause)
+                ? `the execution is paused: ${pausePhrase(pause)}; it waits for them to resume it (your token stays valid)`
+                : 'the execution is paused; resume it with workflow_set_state {"state": "running"}',
+          ...(pausedByPerson(pause) ? { pausedBy: pause } : {}),
         });
       }
       // Waiting on a person: the token polls. Nothing the agent sends moves the execution.
@@ -536,6 +602,8 @@ export class ExecutionService {
           details: 'the current step record is missing',
         });
       }
+      // This answer ends the token's check claim (the row is written by every branch below).
+      const claimed = endClaim(row);
       machine.refuseOwnedKeys(workflow, output.context, 'output.context');
       const context: Context = { ...exec.context, ...(output.context ?? {}) };
       // The regex and JSON Schema worker starts only for a step whose rules need it (see loadFor).
@@ -553,6 +621,11 @@ export class ExecutionService {
           },
         );
       } catch (error) {
+        // Rules not checked in time decided nothing: the retryable error rolls this transaction back, so
+        // the token stays valid and no attempt is recorded (never a failed validation).
+        if (error instanceof DomainFailure && error.error.code === 'validation_not_checked')
+          fail({ ...error.error, workflowId: workflow.id, stepId: step.id });
+        if (error instanceof DomainFailure) throw error;
         fail({
           code: 'criteria_invalid',
           message: 'Validation error',
@@ -608,6 +681,7 @@ export class ExecutionService {
       let outcome: Outcome;
       if (validation.valid && next !== undefined && step.approval !== undefined) {
         // Accepted by the rules; now a person decides. The output is held, the token becomes a poll.
+        if (claimed) await tx.updateStep(row);
         outcome = await this.requestApproval(tx, exec, workflow, step, row, output, verified);
       } else if (!validation.valid || next === undefined) {
         outcome = await this.reject(tx, exec, workflow, step, row, {
@@ -879,6 +953,8 @@ export class ExecutionService {
       decided_by: record.decided_by,
       decided_via: record.decided_via,
       decided_at: decidedAt,
+      // What was decided on: the held output, by digest (never its text).
+      output_sha256: outputDigest(record.output),
       ...(record.reason !== null ? { reason: record.reason } : {}),
     });
     const workflow = await machine.definition(exec, tx);
@@ -938,7 +1014,8 @@ export class ExecutionService {
     executionId: string,
     decision: 'approve' | 'reject',
     decider: Decider,
-    reason?: string,
+    reason: string | undefined,
+    on: DecisionTarget,
   ): Promise<{ approval: ApprovalView; state: string }> {
     return inSpan(
       'approval decision',
@@ -949,7 +1026,7 @@ export class ExecutionService {
         'workflowlookup.approval.decided_via': decider.via,
       },
       async (span) => {
-        const decided = await this.decideUntraced(executionId, decision, decider, reason);
+        const decided = await this.decideUntraced(executionId, decision, decider, reason, on);
         // After the commit; who decided is a principal (enduser.id), the reason free text kept out.
         span?.addEvent('approval decided', {
           [ATTR.approval]: decided.approval.approval_id,
@@ -968,18 +1045,20 @@ export class ExecutionService {
     executionId: string,
     decision: 'approve' | 'reject',
     decider: Decider,
-    reason?: string,
+    reason: string | undefined,
+    on: DecisionTarget,
   ): Promise<{ approval: ApprovalView; state: string }> {
     await this.ready();
+    const team = this.team();
     return this.deps.store.transaction(async (tx) => {
       const exec = await tx.getExecution(executionId);
       const record = exec && (await this.pendingApproval(tx, exec));
-      // Another principal's execution is not this one's to see, unless it is an approver of the step.
+      // Another principal's execution is not this one's to see, unless it decides the pending step.
       const operator = decider.operator === true;
       const concerned =
         operator ||
         (exec !== undefined && exec.principal === decider.principal) ||
-        (record !== undefined && mayDecide(record, decider.principal));
+        (record !== undefined && mayDecide(record, decider.principal, team));
       if (!exec || !concerned)
         fail({ code: 'execution_not_found', message: 'Execution not found', executionId });
       if (record === undefined) {
@@ -989,15 +1068,38 @@ export class ExecutionService {
           executionId,
           state: exec.state,
           details: `execution ${executionId} has no approval pending (decided already, or none asked)`,
+          stale: { approval_id: null },
         });
       }
-      if (!operator && !mayDecide(record, decider.principal)) {
+      if (!operator && !mayDecide(record, decider.principal, team)) {
         fail({
           code: 'state_conflict',
           message: 'State error',
           executionId,
           state: exec.state,
-          details: `only ${record.approvers?.join(', ')} may decide this approval (the step names its approvers)`,
+          details: `only ${deciders(record, team).join(', ')} may decide this approval (the step names its approvers, and the server's operator lets them decide)`,
+        });
+      }
+      // A decision lands only on what the person was shown: a stale form, a replayed request or a CLI
+      // command typed before the agent sent another output must not approve an output nobody saw.
+      if (record.approval_id !== on.approval_id) {
+        fail({
+          code: 'state_conflict',
+          message: 'State error',
+          executionId,
+          state: exec.state,
+          details: `approval ${on.approval_id} no longer waits: the agent sent another output since, which waits as ${record.approval_id}; look at that output, then decide on it`,
+          stale: { approval_id: record.approval_id },
+        });
+      }
+      if (on.output_sha256 !== undefined && on.output_sha256 !== outputDigest(record.output)) {
+        fail({
+          code: 'state_conflict',
+          message: 'State error',
+          executionId,
+          state: exec.state,
+          details: `the output of approval ${record.approval_id} is not the one shown (its digest differs); look at it again, then decide`,
+          stale: { approval_id: record.approval_id },
         });
       }
       if ((await this.expireIfDue(tx, exec, record)) !== undefined) {
@@ -1006,6 +1108,16 @@ export class ExecutionService {
       await this.applyDecision(tx, exec, record, decision, { decider, reason });
       return { approval: approvalView(record), state: exec.state };
     });
+  }
+
+  /** Who decides an approval (approvers.ts): the pages say whom a pending approval waits for. */
+  decidersOf(record: ApprovalRecord): string[] {
+    return deciders(record, this.team());
+  }
+
+  /** The principals the operator lets decide others' approvals. */
+  private team(): ReadonlySet<string> {
+    return this.deps.approvers ?? NOBODY;
   }
 
   /**
@@ -1021,9 +1133,11 @@ export class ExecutionService {
       limit,
     });
     const now = this.now();
+    const team = this.team();
     const out: ApprovalRecord[] = [];
     for (const record of pending) {
-      if (principal !== null && !mayDecide(record, principal)) continue;
+      if (principal !== null && !mayDecide(record, principal, team) && record.principal !== principal)
+        continue;
       if (record.expires_at !== null && Date.parse(record.expires_at) <= now) {
         await store
           .transaction(async (tx) => {
@@ -1039,13 +1153,19 @@ export class ExecutionService {
     return out;
   }
 
+  /** One approval by id, whoever's it is: for the operator on the host (the CLI). */
+  async approvalById(approvalId: string): Promise<ApprovalRecord | undefined> {
+    return this.deps.store.getApproval(approvalId);
+  }
+
   /** Every approval of an execution (its history), oldest first; undefined unless `principal` may see it. */
   async approvalsOf(executionId: string, principal: string | null): Promise<ApprovalRecord[] | undefined> {
     const { store } = this.deps;
     const exec = await store.getExecution(executionId);
     if (exec === undefined) return undefined;
     const all = await store.listApprovals({ execution_id: executionId, limit: 1000 });
-    if (principal !== null && exec.principal !== principal && !all.some((a) => mayDecide(a, principal)))
+    const team = this.team();
+    if (principal !== null && exec.principal !== principal && !all.some((a) => mayDecide(a, principal, team)))
       return undefined;
     return all;
   }
@@ -1059,6 +1179,9 @@ export class ExecutionService {
     if (advanced.kind !== 'awaiting_approval' || caller.askApproval === undefined) return advanced;
     if (advanced.requested !== true) return advanced;
     if (advanced.approval.status !== 'pending' || advanced.token === null) return advanced;
+    // The client's user is the owner: asked only when the owner decides this step (not its approvers).
+    const record = await this.deps.store.getApproval(advanced.approval.approval_id);
+    if (record === undefined || !mayDecide(record, caller.principal, this.team())) return advanced;
     // A person answers in their own time: later requests need not wait for them.
     caller.onNetworkWait?.();
     // The asker never fails: no answer is undefined. It may end the call instead, for the client to
@@ -1077,6 +1200,8 @@ export class ExecutionService {
         answer.decision,
         { principal: caller.principal, name: `${caller.principal} (client user)`, via: 'elicitation' },
         answer.reason,
+        // What the form showed: this approval and its output.
+        { approval_id: record.approval_id, output_sha256: outputDigest(record.output) },
       );
     } catch (error) {
       // Decided meanwhile (the dashboard, a timeout), or this principal may not decide: the poll tells.
@@ -1092,13 +1217,21 @@ export class ExecutionService {
    * A requested change of state (workflow_set_state, the dashboard): pause, resume, abandon or diverge.
    * Never `completed` or `failed`: only the last step's accepted output completes an execution.
    */
-  async setState(executionId: string, to: RequestableState, reason: string | undefined, caller: Caller) {
-    return this.move(executionId, to, reason, caller, requestableFrom);
+  async setState(
+    executionId: string,
+    to: RequestableState,
+    reason: string | undefined,
+    caller: Caller,
+    how: StateChange = { via: 'agent' },
+  ) {
+    return this.move(executionId, to, reason, caller, requestableFrom, how);
   }
 
   /** The server's own verdict on an execution it was driving (a run or task that failed or died). */
   async markFailed(executionId: string, reason: string, caller: Caller) {
-    return this.move(executionId, 'failed', reason, caller, (from) => [...TRANSITIONS[from]]);
+    return this.move(executionId, 'failed', reason, caller, (from) => [...TRANSITIONS[from]], {
+      via: 'agent',
+    });
   }
 
   private async move(
@@ -1107,6 +1240,7 @@ export class ExecutionService {
     reason: string | undefined,
     caller: Caller,
     allowedFrom: (from: ExecutionState) => readonly ExecutionState[],
+    how: StateChange,
   ) {
     return this.deps.store.transaction(async (tx) => {
       const exec = await tx.getExecution(executionId);
@@ -1125,7 +1259,39 @@ export class ExecutionService {
           details: `cannot go from ${from} to ${to}; allowed from ${from}: ${allowed.join(', ') || 'none (terminal state)'}`,
         });
       }
-      await this.machine.transition(tx, exec, to, reason);
+      const pause = pauseOf(exec.metadata);
+      if (
+        from === 'paused' &&
+        to === 'running' &&
+        pausedByPerson(pause) &&
+        how.via === 'agent' &&
+        !how.override
+      ) {
+        // A person's pause is theirs to lift: the agent waits, unless the principal explicitly overrides.
+        fail({
+          code: 'state_conflict',
+          message: 'State error',
+          executionId,
+          state: from,
+          allowed: ['abandoned'],
+          details: `${pausePhrase(pause)}: it stays paused until they resume it. Tell the user, then wait; workflow_resume shows when it runs again. Only if the user tells you to go on now, send workflow_set_state again with "override_pause": true`,
+          pausedBy: pause,
+        });
+      }
+      const by = how.by ?? caller.principal;
+      await this.machine.transition(tx, exec, to, reason, { by, via: how.via });
+      if (to === 'paused') {
+        const record: PauseRecord = {
+          by,
+          via: how.via,
+          at: exec.updated_at,
+          ...(reason !== undefined ? { reason } : {}),
+        };
+        exec.metadata = { ...exec.metadata, paused_by: record };
+      } else if (pause !== undefined) {
+        const { paused_by: _lifted, ...metadata } = exec.metadata;
+        exec.metadata = metadata;
+      }
       if (isTerminal(to)) {
         // An ended execution has nothing left to approve: the pending request is closed with it.
         const waiting = await this.pendingApproval(tx, exec);
@@ -1179,7 +1345,14 @@ export class ExecutionService {
       const action = exec.current_step !== null ? findActionStep(workflow, exec.current_step) : undefined;
       if (action !== undefined && isCommandStep(action) && !isTerminal(exec.state)) {
         const waiting = waitingOn(exec.metadata);
-        return { ...base, on_command: true, token: null, ...(waiting ? { waiting } : {}) };
+        const pause = exec.state === 'paused' ? pauseOf(exec.metadata) : undefined;
+        return {
+          ...base,
+          on_command: true,
+          token: null,
+          ...(waiting ? { waiting } : {}),
+          ...(pause ? { paused: pause } : {}),
+        };
       }
       let view: StepView | undefined;
       let approval: ApprovalView | undefined;
@@ -1205,11 +1378,13 @@ export class ExecutionService {
         // Back from a context reset: the persona and the metaGuidance in full again.
         view = machine.stepView(exec, workflow, nextStep(workflow, exec.completed_steps, exec.context), true);
       }
+      const pause = exec.state === 'paused' ? pauseOf(exec.metadata) : undefined;
       return {
         ...base,
         on_command: false,
         ...(view ? { view } : {}),
         ...(approval ? { approval } : {}),
+        ...(pause ? { paused: pause } : {}),
         token: view && exec.state === 'running' ? machine.liveToken(exec) : null,
       };
     };
@@ -1302,12 +1477,6 @@ function withCheck(validation: ValidationResult, result: CheckResult): Validatio
       `Fix what the check's output (check.tail) shows, then send the step again: the server runs "${result.check}" again.`,
     ],
   };
-}
-
-/** Whether a principal may decide an approval: one of its approvers, or without approvers the owner. */
-export function mayDecide(record: ApprovalRecord, principal: string | null): boolean {
-  if (principal === null) return false;
-  return record.approvers === null ? record.principal === principal : record.approvers.includes(principal);
 }
 
 /** Every prompt step of a workflow, loop bodies included. */

@@ -271,7 +271,13 @@ export class StepMachine {
     });
   }
 
-  async transition(tx: StoreWriter, exec: ExecutionRecord, to: ExecutionState, reason?: string) {
+  async transition(
+    tx: StoreWriter,
+    exec: ExecutionRecord,
+    to: ExecutionState,
+    reason?: string,
+    who?: { by: string; via: string },
+  ) {
     const from = exec.state;
     exec.state = to;
     exec.updated_at = nowIso();
@@ -285,6 +291,7 @@ export class StepMachine {
       from,
       to,
       ...(reason ? { reason } : {}),
+      ...(who ?? {}),
     });
     if (to === 'failed') await this.event(tx, 'workflow_failed', exec, null, reason ? { reason } : null);
   }

@@ -38,6 +38,7 @@ import {
   type CheckAnswers,
   COMMAND_ERROR_REASONS,
   type Expectation,
+  reportUnits,
   type Scenario,
   TEST_LIMITS,
   type TestFile,
@@ -112,6 +113,8 @@ export interface SuiteResult {
   passed: number;
   failed: number;
   coverage?: CoverageReport;
+  /** The work units the run used, of the most it could (`spent`: it needed more, and was stopped). */
+  work?: { used: number; max: number; spent: boolean };
 }
 
 export interface TestRun {
@@ -128,7 +131,46 @@ export interface TestRun {
 export interface RunOptions {
   /** Stops the run between two reports (a cancelled tool call); the scenarios left fail. */
   signal?: AbortSignal | undefined;
+  /**
+   * The work units the run may use (default TEST_LIMITS.maxWorkPerFile), and what spending them does:
+   * `stop` (the command line) fails the scenario under way and those left, saying why; `refuse` (a tool
+   * call) ends the run there, with `work.spent` for the caller to refuse it whole: no partial verdict.
+   */
+  work?: { max: number; spent: 'stop' | 'refuse' } | undefined;
 }
+
+/**
+ * The work units a run may still use, taken as the walk does the work (a start, a report, an API call):
+ * what bounds a run is what it did, never how long it took, so a loaded machine cannot change a verdict.
+ */
+class WorkBudget {
+  used = 0;
+  spent = false;
+
+  constructor(
+    readonly max: number,
+    readonly onSpent: 'stop' | 'refuse',
+    readonly signal: AbortSignal | undefined,
+  ) {}
+
+  /** Takes `units`, or none when they do not fit (the budget is then spent). */
+  take(units: number): boolean {
+    // Once spent, always: the walks after it never start, whatever their first step would cost.
+    if (this.spent || this.used + units > this.max) {
+      this.spent = true;
+      return false;
+    }
+    this.used += units;
+    return true;
+  }
+
+  get why(): string {
+    return `the test file's budget of ${this.max} work units is spent`;
+  }
+}
+
+/** Thrown by a canned API call the budget has no unit left for: it ends the walk it is part of. */
+class WorkSpent extends Error {}
 
 /** Folders outside the sources, each read once as a source of its own. */
 type Folders = Map<string, Promise<WorkflowRegistry>>;
@@ -311,15 +353,23 @@ class CannedCommands {
   constructor(
     private readonly responses: Responses,
     engine: ValidationEngine,
+    private readonly budget: WorkBudget,
   ) {
     this.runner = {
-      run: (step, scope, key, options) =>
-        new CommandStepRunner(this.callsFor(step.id), engine, { sleep: async () => undefined }).run(
+      run: (step, scope, key, options) => {
+        // Virtual time: canned answers take none, and each poll's wait moves it, so `repeat.timeout`
+        // gives the same verdict on any machine, however loaded.
+        let virtual = 0;
+        const sleep = async (ms: number) => {
+          virtual += ms;
+        };
+        return new CommandStepRunner(this.callsFor(step.id), engine, { sleep, now: () => virtual }).run(
           step,
           scope,
           key,
           options,
-        ),
+        );
+      },
     };
   }
 
@@ -340,6 +390,8 @@ class CannedCommands {
         return { catalog: cannedCatalog(catalog), command: cannedCommand(command) };
       },
       call: async (_catalog, _command, options) => {
+        // Each call is work (a `repeat` polls up to 1,000 times, and no report stands between them).
+        if (!this.budget.take(1)) throw new WorkSpent(this.budget.why);
         this.requests[stepId] ??= [];
         this.requests[stepId].push({
           with: options.params,
@@ -548,10 +600,14 @@ export class WorkflowTests {
     const tally = new CoverageTally(workflow);
     const scratch = await this.deps.scratchStore();
     const scenarios: ScenarioResult[] = [];
-    const budget = { reports: TEST_LIMITS.maxReportsPerFile, signal: options.signal };
+    const work = options.work ?? { max: TEST_LIMITS.maxWorkPerFile, spent: 'stop' };
+    const budget = new WorkBudget(work.max, work.spent, options.signal);
     try {
-      for (const scenario of tests.scenarios)
+      for (const scenario of tests.scenarios) {
         scenarios.push(await this.runScenario(definition, tests, scenario, scratch, tally, budget));
+        // A refused run ends where its budget did; its caller reports no verdict.
+        if (budget.spent && budget.onSpent === 'refuse') break;
+      }
     } finally {
       await scratch.dispose();
     }
@@ -563,6 +619,7 @@ export class WorkflowTests {
       passed,
       failed: scenarios.length - passed,
       coverage: tally.report(),
+      work: { used: budget.used, max: budget.max, spent: budget.spent },
     };
   }
 
@@ -628,12 +685,16 @@ export class WorkflowTests {
     scenario: Scenario,
     scratch: ScratchStore,
     tally: CoverageTally,
-    budget: { reports: number; signal?: AbortSignal | undefined },
+    budget: WorkBudget,
   ): Promise<ScenarioResult> {
     const { workflow } = definition;
     const { store } = scratch;
     const loops: Record<string, number> = {};
-    const commands = new CannedCommands({ ...tests.commands, ...scenario.commands }, this.deps.engine);
+    const commands = new CannedCommands(
+      { ...tests.commands, ...scenario.commands },
+      this.deps.engine,
+      budget,
+    );
     const service = new ExecutionService({
       store,
       registry: this.deps.registry,
@@ -658,6 +719,8 @@ export class WorkflowTests {
     let overLimit = false;
     let stopped: string | undefined;
     try {
+      // Starting is work too (the inputs, the context, command steps before the first prompt).
+      if (!budget.take(1)) throw new WorkSpent(budget.why);
       let outcome: Outcome = await service.start(
         {
           workflow_id: workflow.id,
@@ -684,32 +747,36 @@ export class WorkflowTests {
           overLimit = true;
           break;
         }
-        if (budget.reports <= 0 || budget.signal?.aborted) {
-          stopped = budget.signal?.aborted
-            ? 'the run was cancelled'
-            : `the test file's budget of ${TEST_LIMITS.maxReportsPerFile} reports is spent`;
+        if (budget.signal?.aborted) {
+          stopped = 'the run was cancelled';
           break;
         }
-        budget.reports -= 1;
+        const output = answers.next(stepId);
+        if (!budget.take(reportUnits(output))) break;
         // Each report is a few synchronous SQLite transactions: let other requests in between them.
         await new Promise((resolve) => setImmediate(resolve));
-        const output = answers.next(stepId);
         tally.reported(step, { ...context, ...(output.context ?? {}) });
         reports += 1;
         outcome = await service.nextStep(outcome.token, output, caller);
         if (outcome.kind === 'awaiting_approval' && outcome.token !== null) {
           // A person decides, as the test says; the agent's poll then gets the decision.
+          if (!budget.take(1)) break;
           const { decision, reason } = answers.decision(stepId);
-          await service.decide(executionId, decision, TEST_DECIDER, reason);
+          await service.decide(executionId, decision, TEST_DECIDER, reason, {
+            approval_id: outcome.approval.approval_id,
+          });
           outcome = await service.nextStep(outcome.token, { summary: 'waiting for approval' }, caller);
         }
       }
     } catch (caught) {
-      error =
-        caught instanceof DomainFailure
-          ? { code: caught.error.code, message: errorText(caught.error) }
-          : { code: 'internal', message: (caught as Error).message ?? String(caught) };
+      // A spent budget is said once, below, rather than as the scenario's error.
+      if (!(caught instanceof WorkSpent))
+        error =
+          caught instanceof DomainFailure
+            ? { code: caught.error.code, message: errorText(caught.error) }
+            : { code: 'internal', message: (caught as Error).message ?? String(caught) };
     }
+    if (budget.spent && stopped === undefined) stopped = budget.why;
     const exec = await store.getExecution(executionId);
     const rows = exec ? await store.getSteps(executionId) : [];
     const path = rows.map((r) => r.step_name);

@@ -4,7 +4,7 @@ import type { InputResolution } from '../engine/inputs.js';
 import { currentStepUri } from '../faces/executions/execution-presenter.js';
 import { type NextCall, next, resolveInputsCall } from '../faces/next.js';
 import { correlationId } from '../telemetry/context.js';
-import { errorFields, type Logger } from '../telemetry/log.js';
+import { errorFields, type Logger, messageNaming } from '../telemetry/log.js';
 import { didYouMean } from './suggest.js';
 
 /** Seed 001/002 JSON-RPC error codes. */
@@ -81,6 +81,8 @@ function commandCause(reason: string): string {
     return "Set the credential the message names in the server's environment (or re-bind it as it says) and restart the server";
   if (reason === 'host') return 'Allow the host in WORKFLOWLOOKUP_ALLOW_PRIVATE_HOSTS and restart the server';
   if (reason === 'unknown_command') return 'Import or enable the catalog that provides the command';
+  if (reason === 'not_checked')
+    return 'Once the machine is less busy (the output_contract was not checked in time)';
   return 'Once the API answers again';
 }
 
@@ -175,15 +177,24 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     category: 'conflict',
     retryable: false,
     action: (e) =>
-      e.state === 'paused'
-        ? `The execution is paused: call workflow_set_state {"execution_id": "${e.executionId}", "state": "running"}, then workflow_resume.`
-        : `Call workflow_resume {"execution_id": "${e.executionId}"} for the current step and token.`,
+      e.pausedBy !== undefined
+        ? `A person paused the execution (${e.pausedBy.by}, ${e.pausedBy.at}${e.pausedBy.reason ? `: ${JSON.stringify(e.pausedBy.reason)}` : ''}): tell the user it waits for them, and call workflow_resume {"execution_id": "${e.executionId}"} later to see whether it runs again.`
+        : e.state === 'paused'
+          ? `The execution is paused: call workflow_set_state {"execution_id": "${e.executionId}", "state": "running"}, then workflow_resume.`
+          : `Call workflow_resume {"execution_id": "${e.executionId}"} for the current step and token.`,
+    // A person's pause is waited out (workflow_resume), never overridden by the call in next.
     fix: (e) =>
-      e.state === 'paused'
+      e.state === 'paused' && e.pausedBy === undefined
         ? [next('workflow_set_state', { execution_id: e.executionId, state: 'running' })]
         : [resume(e.executionId)],
     legacy: (e) =>
-      defined({ executionId: e.executionId, details: e.details, state: e.state, allowed: e.allowed }),
+      defined({
+        executionId: e.executionId,
+        details: e.details,
+        state: e.state,
+        allowed: e.allowed,
+        paused_by: e.pausedBy,
+      }),
     context: (e) => ({ run_id: e.executionId }),
   },
   token_invalid: {
@@ -486,6 +497,66 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
       defined({ check: e.check, reason: e.reason, executionId: e.executionId, details: e.message }),
     context: (e) => defined({ workflow_id: e.workflowId, step_id: e.stepId, run_id: e.executionId }),
   },
+  check_busy: {
+    // A capacity limit of the server, like `Too many tasks` (-32000): the execution's state is fine
+    // (-32005 would say the call itself conflicts with it), and the same call succeeds later.
+    rpc: RpcCode.ServerError,
+    title: 'Checks busy',
+    error_code: 'CHECK_BUSY',
+    category: 'execution',
+    retryable: true,
+    action: (e) =>
+      `The server is running as many checks as it allows and its queue is full; nothing ran and nothing advanced. Send the same call again (the same token and output) later${e.retryAfterMs !== undefined ? `, in about ${Math.ceil(e.retryAfterMs / 1000)} s` : ''}.`,
+    legacy: (e) =>
+      defined({
+        check: e.check,
+        principal: e.principal,
+        limit: e.limit,
+        retry_after_ms: e.retryAfterMs,
+        details: e.message,
+      }),
+    context: () => ({}),
+  },
+  validation_not_checked: {
+    // The server could not finish the check this time, like a busy check (-32000): the call itself is
+    // fine and nothing was decided, so it is no failed validation (-32004) and no invalid workflow (-32002).
+    rpc: RpcCode.ServerError,
+    title: 'Validation not checked',
+    error_code: 'VALIDATION_NOT_CHECKED',
+    category: 'execution',
+    retryable: true,
+    action: (e) =>
+      `Nothing was decided or recorded (a token stays valid): send the same ${e.retry?.tool ?? 'call'} again, with the same arguments. If it keeps happening, a regex or JSON Schema rule is probably too expensive for this input: simplify it.`,
+    fix: (e) => (e.retry ? [next(e.retry.tool, e.retry.arguments, e.retry.fill)] : []),
+    legacy: (e) => defined({ workflowId: e.workflowId, stepId: e.stepId, details: e.details }),
+    context: (e) => defined({ workflow_id: e.workflowId, step_id: e.stepId }),
+  },
+  tests_too_large: {
+    // The tests given are more than the call may run: its arguments, as -32602 says, not the server's state.
+    rpc: RpcCode.InvalidParams,
+    title: 'Tests too large',
+    error_code: 'TESTS_TOO_LARGE',
+    category: 'validation',
+    retryable: false,
+    action: (e) =>
+      e.limit === 'work'
+        ? `No verdict was given: split the scenarios over several workflow_test calls, or run them on the command line with workflowlookup test <test file>, which allows more work per file.`
+        : `Give at most ${e.max} ${e.limit === 'scenarios' ? 'scenarios per call' : 'as any max_reports'}, or run the tests on the command line with workflowlookup test <test file>, which allows more.`,
+    legacy: (e) => defined({ workflowId: e.workflowId, limit: e.limit, max: e.max, details: e.details }),
+    context: (e) => defined({ workflow_id: e.workflowId }),
+  },
+  tests_busy: {
+    // A capacity limit, like `Too many tasks` and CHECK_BUSY (-32000): the same call succeeds later.
+    rpc: RpcCode.ServerError,
+    title: 'Tests busy',
+    error_code: 'TESTS_BUSY',
+    category: 'execution',
+    retryable: true,
+    action: (e) =>
+      `You have ${e.running} workflow test run(s) going, the most one principal may have at once (${e.max}); nothing ran. Send the same call again when one has answered.`,
+    legacy: (e) => ({ principal: e.principal, running: e.running, limit: e.max, details: e.message }),
+    context: () => ({}),
+  },
 };
 
 export function newCorrelationId(): string {
@@ -518,10 +589,12 @@ export function toRpcError(error: unknown, log?: Logger): RpcError {
   const correlationId = newCorrelationId();
   if (error instanceof DomainFailure) {
     const rpc = domainToRpc(error.error, correlationId);
-    // An agent's mistake (a rejected step, an unknown workflow) is routine: info, not an error.
+    const data = rpc.data as unknown as StructuredErrorData;
+    // An agent's mistake (a rejected step, an unknown workflow) is routine: info, not an error. Its
+    // line names what it is about ("Workflow not found: nightly-release"), as the docs show.
     log?.info(
-      { correlation_id: correlationId, error_code: (rpc.data as unknown as StructuredErrorData).error_code },
-      error.message,
+      { correlation_id: correlationId, error_code: data.error_code },
+      messageNaming(error.message, Object.values(data.context), rpc.message),
     );
     return rpc;
   }

@@ -11,8 +11,8 @@ import {
 } from '@modelcontextprotocol/server';
 import { inRequestScope } from '../telemetry/context.js';
 import type { Logger } from '../telemetry/log.js';
-import { metrics } from '../telemetry/metrics.js';
-import { ATTR, type OpenSpan, startRequestSpan } from '../telemetry/trace.js';
+import { ECHOED_NAME_CHARS, metrics, UNKNOWN_NAME } from '../telemetry/metrics.js';
+import { ATTR, answerFailure, type OpenSpan, startRequestSpan } from '../telemetry/trace.js';
 import { RpcCode, type RpcError } from './error-mapping.js';
 import { hasScope, type Scope, type ScopeTables, scopeFor } from './scopes.js';
 import { closest, didYouMean } from './suggest.js';
@@ -36,7 +36,9 @@ const NO_ALIASES: ReadonlyMap<string, string> = new Map();
 
 /** A client's name in an error's details: quoted, and cut short (it may be megabytes long). */
 function quoted(name: string): string {
-  return name.length > 200 ? `"${name.slice(0, 200)}…" (${name.length} characters)` : `"${name}"`;
+  return name.length > ECHOED_NAME_CHARS
+    ? `"${name.slice(0, ECHOED_NAME_CHARS)}…" (${name.length} characters)`
+    : `"${name}"`;
 }
 
 /** Requests that are served before (or without) `initialize`. */
@@ -131,6 +133,8 @@ interface Pending {
   span: OpenSpan | undefined;
   /** The tool a tools/call or direct call names. */
   tool: string | undefined;
+  /** Handed to the SDK or the direct handler (it was admitted): its answer tells whether the method exists. */
+  served: boolean;
 }
 
 type Queued =
@@ -259,13 +263,25 @@ export class ProtocolRules implements Transport {
 
   /** Counts the answered request and ends its span: failed when it is an error or an isError result. */
   private measured(p: Pending, msg: Json): void {
-    const result = msg.result as { isError?: unknown } | undefined;
-    const error = msg.error as { message?: unknown } | undefined;
-    const failure =
-      error !== undefined ? String(error.message) : result?.isError === true ? 'isError' : undefined;
-    metrics.request(p.method, p.tool, failure !== undefined, p.started);
+    const failure = answerFailure(msg);
+    // Names the server does not serve are the client's text, as many as it makes up: one label value.
+    const tool =
+      p.tool === undefined || (this.opts.tools ?? this.opts.directMethods).has(p.tool)
+        ? p.tool
+        : UNKNOWN_NAME;
+    metrics.request(this.serves(p, msg) ? p.method : UNKNOWN_NAME, tool, failure !== undefined, p.started);
     p.span?.end(failure);
     p.span = undefined;
+  }
+
+  /**
+   * Whether request `p`'s method is one this server serves: a tool's name, a method of the rules or
+   * the SDK, or one the SDK was handed and did not answer "method not found" (tasks/*, extensions).
+   */
+  private serves(p: Pending, msg: Json): boolean {
+    if (this.opts.directMethods.has(p.method) || PRE_INIT_METHODS.has(p.method)) return true;
+    if (SDK_METHODS.includes(p.method)) return true;
+    return p.served && (msg.error as { code?: unknown } | undefined)?.code !== RpcCode.MethodNotFound;
   }
 
   private settle(p: Pending): void {
@@ -369,6 +385,7 @@ export class ProtocolRules implements Transport {
       started: metrics.start(),
       span: undefined,
       tool: method === 'tools/call' && typeof params?.name === 'string' ? params.name : undefined,
+      served: false,
     };
     this.pending.set(id, p);
     if (p.holding) this.holder = p;
@@ -411,6 +428,7 @@ export class ProtocolRules implements Transport {
     extra: MessageExtraInfo | undefined,
   ): void {
     const { id } = msg;
+    p.served = true;
     if (this.opts.directMethods.has(method)) {
       // The envelope (`_meta`) is the protocol's, not the tool's arguments.
       const { _meta: meta, ...args } = params ?? {};

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { ExecutionStore } from './execution-store.js';
+import type { ApprovalRecord, ExecutionStore } from './execution-store.js';
 import { adapters, at, execution, sqliteAdapter, step, T0 } from './store-test-kit.js';
 import { copyExecutions, type ExecutionBundle, exportExecutions, importExecutions } from './transfer.js';
 
@@ -154,6 +154,7 @@ for (const { adapter, skip } of ADAPTERS) {
           submissions: 2,
           definitions: 2,
           skipped: [],
+          retokened: 0,
         });
         await copyExecutions(middle, back);
         const expected = await contents(original);
@@ -210,6 +211,71 @@ for (const { adapter, skip } of ADAPTERS) {
           await contents(original),
         );
         expect((await target.getArtifacts('exec_local')).map((a) => a.name)).toEqual(['mine']);
+      });
+
+      it('newTokens gives every live token and the awaited poll token a fresh nonce, and nothing else', async () => {
+        const original = await populated();
+        const approval = (id: string, status: ApprovalRecord['status'], poll: string): ApprovalRecord => ({
+          approval_id: id,
+          execution_id: 'exec_c',
+          principal: 'local',
+          workflow_name: 'demo',
+          step_name: 'design',
+          seq: 1,
+          prompt: 'Ship it?',
+          approvers: null,
+          status,
+          requested_at: T0,
+          expires_at: null,
+          output: { summary: 'release' },
+          poll_nonce: poll,
+          decided_by: status === 'pending' ? null : 'ann',
+          decided_via: status === 'pending' ? null : 'dashboard',
+          decided_at: status === 'pending' ? null : at(5),
+          reason: null,
+        });
+        // exec_c waits on appr_now, polled with its live token; appr_old was decided on an earlier token.
+        await original.transaction(async (tx) => {
+          const c = await tx.getExecution('exec_c');
+          if (!c) throw new Error('no exec_c');
+          await tx.updateExecution({
+            ...c,
+            token_nonce: 'n-live',
+            metadata: { awaiting_approval: 'appr_now' },
+          });
+          await tx.insertApproval(approval('appr_old', 'approved', 'n-before'));
+          await tx.insertApproval(approval('appr_now', 'pending', 'n-live'));
+        });
+        const before = new Map<string, ExecutionBundle>();
+        for await (const b of exportExecutions(original)) before.set(b.execution.execution_id, b);
+        const target = await (await adapter.fresh()).open();
+        const report = await importExecutions(target, before.values(), { newTokens: true });
+        // exec_b is completed: it has no live token to replace.
+        expect(report).toMatchObject({ executions: 3, retokened: 2 });
+        const after = new Map<string, ExecutionBundle>();
+        for await (const b of exportExecutions(target)) after.set(b.execution.execution_id, b);
+        for (const id of ['exec_a', 'exec_c']) {
+          const nonce = after.get(id)?.execution.token_nonce;
+          expect(nonce, id).toMatch(/^[0-9a-f]{32}$/);
+          expect(nonce, id).not.toBe(before.get(id)?.execution.token_nonce);
+          // Only the nonce: the rest of the execution, and its step, attempt and times, are as exported.
+          expect({ ...after.get(id)?.execution, token_nonce: null }).toEqual({
+            ...before.get(id)?.execution,
+            token_nonce: null,
+          });
+        }
+        expect(after.get('exec_b')?.execution.token_nonce).toBeNull();
+        const polls = Object.fromEntries(
+          (after.get('exec_c')?.approvals ?? []).map((a) => [a.approval_id, a.poll_nonce]),
+        );
+        // The awaited approval polls with the new live token; a decided one keeps its recorded answer.
+        expect(polls).toEqual({ appr_old: 'n-before', appr_now: after.get('exec_c')?.execution.token_nonce });
+        // Submissions (answers to tokens already used) are kept as they were.
+        expect(after.get('exec_b')?.submissions).toEqual(before.get('exec_b')?.submissions);
+        // Without the option, tokens are copied as they are.
+        const plain = await (await adapter.fresh()).open();
+        expect(await importExecutions(plain, before.values())).toMatchObject({ retokened: 0 });
+        expect((await plain.getExecution('exec_c'))?.token_nonce).toBe('n-live');
       });
 
       it('refuses bundles that do not hold together, saying which and why, and writes none of them', async () => {

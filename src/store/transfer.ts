@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import * as z from 'zod';
 import { EXECUTION_STATES } from '../engine/state-machine.js';
 import {
@@ -37,6 +38,45 @@ export interface TransferReport {
   definitions: number;
   /** Executions the target already had, left as they were there. */
   skipped: string[];
+  /** Executions whose live token was replaced (`newTokens`): their old tokens are refused. */
+  retokened: number;
+}
+
+export interface ImportOptions {
+  /**
+   * Give every imported execution that has a live token a new nonce (and the pending approval it waits
+   * on, the same one as its poll nonce), so that no token handed out before the export is accepted
+   * (-32005, "no longer current") even where the target signs with the same secret; agents get the new
+   * one from workflow_resume, which signs it from the stored fields. Tokens already used keep replaying
+   * their recorded answers, as on the source: they advance nothing.
+   */
+  newTokens?: boolean;
+}
+
+/** A token nonce as the service mints them (TokenService.newNonce: 16 random bytes in hex). */
+const newNonce = () => randomBytes(16).toString('hex');
+
+/**
+ * The bundle with fresh token nonces (ImportOptions.newTokens): the execution's live one, and the poll
+ * nonce of its pending approvals. The one it waits on polls with the live token, so it gets that nonce;
+ * any other pending one (there should be none) gets one no token carries.
+ */
+function withNewTokens(bundle: ExecutionBundle): ExecutionBundle {
+  const { execution } = bundle;
+  if (execution.token_nonce === null) return bundle;
+  const nonce = newNonce();
+  const awaited = execution.metadata.awaiting_approval;
+  return {
+    ...bundle,
+    execution: { ...execution, token_nonce: nonce },
+    ...(bundle.approvals !== undefined
+      ? {
+          approvals: bundle.approvals.map((a) =>
+            a.status !== 'pending' ? a : { ...a, poll_nonce: a.approval_id === awaited ? nonce : newNonce() },
+          ),
+        }
+      : {}),
+  };
 }
 
 /**
@@ -244,12 +284,13 @@ function checkBundle(value: unknown, index: number): ExecutionBundle {
  * Writes bundles into `store`, each execution in one transaction, so an import that stops half-way
  * can run again: executions the store already has are skipped (and reported), never overwritten.
  * Everything is kept as recorded (states, tokens and their submissions, timestamps, outputs) except
- * the ids of artifacts and events, which are the target's own; the `artifact_id` that events carry
- * is rewritten to match.
+ * the ids of artifacts and events, which are the target's own (the `artifact_id` that events carry is
+ * rewritten to match), and, with `newTokens`, the live token nonces.
  */
 export async function importExecutions(
   store: ExecutionStore,
   bundles: AsyncIterable<unknown> | Iterable<unknown>,
+  options: ImportOptions = {},
 ): Promise<TransferReport> {
   const report: TransferReport = {
     executions: 0,
@@ -259,10 +300,12 @@ export async function importExecutions(
     submissions: 0,
     definitions: 0,
     skipped: [],
+    retokened: 0,
   };
   let index = 0;
   for await (const value of bundles) {
-    const bundle = checkBundle(value, index++);
+    const checked = checkBundle(value, index++);
+    const bundle = options.newTokens ? withNewTokens(checked) : checked;
     const id = bundle.execution.execution_id;
     const outcome = await store.transaction(async (tx) => {
       if (await tx.getExecution(id)) return 'skipped' as const;
@@ -296,6 +339,7 @@ export async function importExecutions(
       continue;
     }
     report.executions++;
+    if (bundle !== checked) report.retokened++;
     if (outcome === 'pinned') report.definitions++;
     report.steps += bundle.steps.length;
     report.artifacts += bundle.artifacts.length;

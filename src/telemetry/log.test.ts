@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { inRequestScope, requestScope, setRequestScopes } from './context.js';
-import { createLogger, humanLine, logLevelFrom } from './log.js';
+import { createLogger, humanLine, logLevelFrom, messageNaming } from './log.js';
 
 function capture(human = false) {
   const lines: string[] = [];
@@ -48,5 +48,18 @@ describe('the logger', () => {
     quiet.info('dropped');
     log.debug('kept');
     expect(lines.map((l) => JSON.parse(l).msg)).toEqual(['kept']);
+  });
+
+  it('a message names the ids it concerns after its lead, once, each cut to 200 characters', () => {
+    expect(messageNaming('Workflow not found', ['nightly-release'], 'Workflow not found')).toBe(
+      'Workflow not found: nightly-release',
+    );
+    expect(messageNaming('Step not found', ['wf', 'step-9', 3])).toBe('Step not found: wf, step-9');
+    // Named already (as a whole word): not again; a longer name that contains it does not count.
+    expect(messageNaming('Execution exec_1 is completed', ['exec_1'])).toBe('Execution exec_1 is completed');
+    expect(messageNaming('Nope; did you mean "a-b"?', ['a'], 'Nope')).toBe('Nope: a; did you mean "a-b"?');
+    const huge = 'y'.repeat(10_000);
+    expect(messageNaming('Gone', [huge])).toBe(`Gone: ${'y'.repeat(200)}…`);
+    expect(messageNaming('Gone', [])).toBe('Gone');
   });
 });

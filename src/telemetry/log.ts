@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import type { DestinationStream, Logger as PinoLogger } from 'pino';
 import { requestScope } from './context.js';
+import { echoedName } from './metrics.js';
 import { activeTraceIds } from './trace.js';
 
 export interface LogFn {
@@ -160,6 +161,33 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       destination,
     );
   }, LEVEL_VALUES[level]);
+}
+
+/**
+ * An event's message naming what it is about, as docs/operations.md shows ("Workflow not found:
+ * nightly-release"): the ids it concerns (a workflow, an execution, a step, a file) follow the
+ * message's lead (its title, when the message starts with it; else the whole message), leaving out
+ * those it names already. Each is cut as echoed names are: an id may be the client's text.
+ */
+export function messageNaming(message: string, ids: readonly unknown[], lead?: string): string {
+  const named = ids
+    .filter((id): id is string => typeof id === 'string' && id !== '' && !mentions(message, id))
+    .map(echoedName);
+  if (named.length === 0) return message;
+  const at = lead !== undefined && message.startsWith(lead) ? lead.length : message.length;
+  return `${message.slice(0, at)}: ${named.join(', ')}${message.slice(at)}`;
+}
+
+/** Whether `text` names `id` as a whole (`coding-task` is not named by `coding-task-workflow`). */
+function mentions(text: string, id: string): boolean {
+  const part = /[\w.-]/;
+  for (let at = text.indexOf(id); at !== -1; at = text.indexOf(id, at + 1)) {
+    const before = text[at - 1];
+    const after = text[at + id.length];
+    if ((before === undefined || !part.test(before)) && (after === undefined || !part.test(after)))
+      return true;
+  }
+  return false;
 }
 
 /** An error as log fields: its message, and its stack at debug level only (it says where, not why). */

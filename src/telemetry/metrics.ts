@@ -4,9 +4,30 @@
  * never load prom-client.
  */
 
+/**
+ * How much of a client's name the server repeats: error details quote the first 200 characters of an
+ * unknown method or tool (protocol/rules.ts), and a metric label keeps no more (prometheus.ts). A name
+ * is the client's text and may be megabytes long.
+ */
+export const ECHOED_NAME_CHARS = 200;
+
+/** A client's name as the server repeats it: the first ECHOED_NAME_CHARS characters, and `…` if cut. */
+export function echoedName(name: string): string {
+  return name.length > ECHOED_NAME_CHARS ? `${name.slice(0, ECHOED_NAME_CHARS)}…` : name;
+}
+
+/**
+ * The one label value of every method, tool, prompt or resource name the server does not serve: a
+ * client may make up as many as it likes, and each would otherwise be a series of its own.
+ */
+export const UNKNOWN_NAME = 'unknown';
+
 /** What the instruments record; prometheus.ts implements it. */
 export interface MetricsSink {
-  /** One MCP request answered: its method, the tool for tools/call and direct calls, and whether it failed. */
+  /**
+   * One MCP request answered: its method, the tool for tools/call and direct calls, and whether it
+   * failed. A method or tool the server does not serve arrives as UNKNOWN_NAME.
+   */
   request(method: string, tool: string | undefined, failed: boolean, seconds: number): void;
   /** One tool call ended: ok, or the error code it answered with. */
   toolCall(tool: string, errorCode: string | undefined, seconds: number): void;

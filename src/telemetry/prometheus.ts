@@ -4,7 +4,7 @@
  * process and Node.js metrics (memory, CPU, event loop lag, GC). Loaded only by `serve --http`.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { type MetricsSink, setMetricsSink } from './metrics.js';
+import { echoedName, type MetricsSink, setMetricsSink } from './metrics.js';
 
 /** What the gauges read at scrape time; each may fail (the store is down), leaving the gauge empty. */
 export interface MetricSources {
@@ -24,12 +24,21 @@ export interface StoreFigures {
 export const PREFIX = 'workflowlookup_';
 /** Step and request latencies: sub-millisecond steps up to command steps that wait on an API. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
-/** Distinct values a label may take before the rest count as `other` (method names are the client's text). */
+/** Distinct values a label may take before the rest count as `other` (principals, say, are many). */
 const MAX_LABEL_VALUES = 200;
 
+/**
+ * One label's values, bounded: each cut as echoed names are (`echoedName`), the first MAX_LABEL_VALUES
+ * distinct ones kept and the rest counted as `other`. prom-client keeps every label set it was given
+ * for the life of the process, and a scrape writes each one out with every series of its metric, so a
+ * label's values are what a client could make the server hold and write (megabyte method names once
+ * held 185 MB and stalled /metrics). Every label whose values come from outside this file goes
+ * through one, whatever those values are today.
+ */
 function bounded(): (value: string) => string {
   const seen = new Set<string>();
-  return (value) => {
+  return (raw) => {
+    const value = echoedName(raw);
     if (seen.has(value)) return value;
     if (seen.size >= MAX_LABEL_VALUES) return 'other';
     seen.add(value);
@@ -49,9 +58,15 @@ export interface Prometheus {
 export function createPrometheus(sources: MetricSources): Prometheus {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // One bound per label: a method and its tool are counted under the same values in every metric.
   const method = bounded();
   const tool = bounded();
   const principal = bounded();
+  const toolOutcome = bounded();
+  const stepOutcome = bounded();
+  const state = bounded();
+  const status = bounded();
+  const store = bounded();
 
   const requests = new Counter({
     name: `${PREFIX}mcp_requests_total`,
@@ -119,7 +134,7 @@ export function createPrometheus(sources: MetricSources): Prometheus {
     async collect() {
       this.reset();
       const counts = await sources.executionsByState().catch(() => undefined);
-      for (const [state, n] of Object.entries(counts ?? {})) this.set({ state }, n);
+      for (const [name, n] of Object.entries(counts ?? {})) this.set({ state: state(name) }, n);
     },
   });
   new Gauge({
@@ -181,23 +196,23 @@ export function createPrometheus(sources: MetricSources): Prometheus {
     },
     toolCall(t, errorCode, seconds) {
       const name = tool(t);
-      toolCalls.inc({ tool: name, outcome: errorCode ?? 'ok' });
+      toolCalls.inc({ tool: name, outcome: toolOutcome(errorCode ?? 'ok') });
       toolSeconds.observe({ tool: name }, seconds);
     },
     step(outcome, seconds) {
-      stepSeconds.observe({ outcome }, seconds);
+      stepSeconds.observe({ outcome: stepOutcome(outcome) }, seconds);
     },
-    transactionRetry(store) {
-      retries.inc({ store });
+    transactionRetry(name) {
+      retries.inc({ store: store(name) });
     },
-    commandCall(status, seconds) {
-      commandCalls.inc({ status });
+    commandCall(code, seconds) {
+      commandCalls.inc({ status: status(code) });
       commandSeconds.observe(seconds);
     },
   };
   // Retries start at zero for both stores, so "no retries" is a series, not an absence.
-  retries.inc({ store: 'sqlite' }, 0);
-  retries.inc({ store: 'postgres' }, 0);
+  retries.inc({ store: store('sqlite') }, 0);
+  retries.inc({ store: store('postgres') }, 0);
   setMetricsSink(sink);
   return {
     registry,

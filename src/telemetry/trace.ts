@@ -5,6 +5,7 @@
  */
 import type * as Api from '@opentelemetry/api';
 import type { Attributes, Context, Span } from '@opentelemetry/api';
+import { echoedName } from './metrics.js';
 
 export type { Attributes, Span };
 
@@ -104,6 +105,29 @@ export function failed(span: Span | undefined, error: unknown): void {
   span.setStatus({ code: STATUS_ERROR, message });
 }
 
+/**
+ * What went wrong, by a JSON-RPC answer, for its request span's status; undefined when it succeeded.
+ * A JSON-RPC error gives its message; a tools/call result with `isError` gives the tool error's
+ * message (`structuredContent.error.message`, the one a direct call's JSON-RPC error carries), else
+ * the first line of its first text (a result made by the SDK), cut as echoed names are: the span
+ * says what the tool span says, not merely that the result was an error.
+ */
+export function answerFailure(answer: Record<string, unknown>): string | undefined {
+  const error = answer.error as { message?: unknown } | undefined;
+  if (error !== undefined) return String(error.message);
+  const result = answer.result as
+    | { isError?: unknown; structuredContent?: unknown; content?: unknown }
+    | undefined;
+  if (result?.isError !== true) return undefined;
+  const structured = (result.structuredContent as { error?: { message?: unknown } } | undefined)?.error;
+  if (typeof structured?.message === 'string') return structured.message;
+  const first = Array.isArray(result.content)
+    ? (result.content[0] as { text?: unknown } | undefined)
+    : undefined;
+  const line = typeof first?.text === 'string' ? (first.text.split('\n', 1)[0] ?? '') : '';
+  return line === '' ? 'tool error' : echoedName(line);
+}
+
 /** A span whose end is up to the caller (an MCP request ends when its answer is written). */
 export interface OpenSpan {
   span: Span;
@@ -138,7 +162,19 @@ export function startRequestSpan(
   const a = api;
   if (a === undefined) return undefined;
   const parent = parentFrom(a, meta);
-  const span = tracer(a).startSpan(name, { kind: SpanKind.SERVER, attributes: clean(attributes) }, parent);
+  // The method is the client's text, megabytes if it likes, and the exporter queues thousands of
+  // spans: the name and attributes keep what an error's details would quote of it.
+  const bounded = Object.fromEntries(
+    Object.entries(attributes).map(([key, value]) => [
+      key,
+      typeof value === 'string' ? echoedName(value) : value,
+    ]),
+  );
+  const span = tracer(a).startSpan(
+    echoedName(name),
+    { kind: SpanKind.SERVER, attributes: clean(bounded) },
+    parent,
+  );
   const ctx = a.trace.setSpan(parent, span);
   return {
     span,

@@ -77,6 +77,10 @@ export interface CheckReport {
  * The one check behind the registry (every source), `workflowlookup validate` and `list`,
  * `workflow_validate_manifest`, `workflow_save` and the authoring prompts: they differ only in how
  * they present the report. Findings carry the line and column of their node when there is text.
+ *
+ * At `strict` and above, compiling the regex and JSON Schema rules past the validation budget is no
+ * finding: the check throws the retryable `validation_not_checked` and gives no report, so a timing
+ * never makes a definition invalid (callers answer the error, or, the registry, check again later).
  */
 export async function checkDefinition(
   source: CheckSource,
@@ -416,7 +420,10 @@ export function needsWorker(workflow: Workflow): boolean {
   return false;
 }
 
-/** Output contracts and input patterns that cannot be evaluated (criteria are the engine's own check). */
+/**
+ * Output contracts and input patterns that cannot be evaluated (criteria are the engine's own check). A
+ * `validation_not_checked` from the engine is not caught here: it is no finding (see checkDefinition).
+ */
 function unevaluableContracts(workflow: Workflow, engine: ValidationEngine): Violation[] {
   const out: Violation[] = [];
   const attempt = (path: string, run: () => void) => {

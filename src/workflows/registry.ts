@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
-import { fail } from '../engine/errors.js';
+import { DomainFailure, fail } from '../engine/errors.js';
 import { didYouMean, nearestNames } from '../engine/nearest.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
 import { expandTemplateCalls, routineIdsOf } from '../engine/workrail.js';
@@ -130,6 +130,13 @@ export class WorkflowRegistry {
   onChange: (() => void) | undefined;
   /** How each file read so far got its verdict. */
   readonly counts: RegistryCounts = { checked: 0, shipped: 0, cached: 0 };
+  /**
+   * Files whose regex and schema rules were not checked in time at their last scan, by source dir: they
+   * have no verdict yet (neither served nor broken, never cached) and their source is scanned again.
+   */
+  private readonly unchecked = new Map<string, Set<string>>();
+  /** The scheduled re-scan of each source that has unchecked files, and how many came before it. */
+  private readonly rechecks = new Map<string, { timer: NodeJS.Timeout; tries: number }>();
 
   private readonly engine: ValidationEngine;
   readonly allowedEnv: ReadonlySet<string>;
@@ -186,6 +193,35 @@ export class WorkflowRegistry {
     this.closed = true;
     this.watcher.close();
     for (const stop of this.unwatch.splice(0)) stop();
+    for (const { timer } of this.rechecks.values()) clearTimeout(timer);
+    this.rechecks.clear();
+  }
+
+  /** Files that have no verdict yet because their rules were not checked in time (tests, diagnostics). */
+  notCheckedYet(): string[] {
+    return [...this.unchecked.values()].flatMap((files) => [...files]).sort();
+  }
+
+  /**
+   * Records which files of a source were left unchecked by its scan, and scans it again later while any
+   * are: one second after the first such scan, doubling up to five minutes. A rule that is too expensive
+   * runs out every time; its file then costs one budget of work per try, ever more rarely.
+   */
+  private noteUnchecked(source: WorkflowSource, files: Set<string>): void {
+    const scheduled = this.rechecks.get(source.dir);
+    if (files.size === 0) {
+      this.unchecked.delete(source.dir);
+      if (scheduled !== undefined) clearTimeout(scheduled.timer);
+      this.rechecks.delete(source.dir);
+      return;
+    }
+    this.unchecked.set(source.dir, files);
+    if (this.closed) return;
+    if (scheduled !== undefined) clearTimeout(scheduled.timer);
+    const tries = (scheduled?.tries ?? 0) + 1;
+    const delay = Math.min(RECHECK_MAX_MS, RECHECK_FIRST_MS * 2 ** (tries - 1));
+    const timer = setTimeout(() => this.onDirChange(source.dir), delay).unref();
+    this.rechecks.set(source.dir, { timer, tries });
   }
 
   /** Rescans every source now (after a write through the server, so the change is visible at once). */
@@ -336,14 +372,21 @@ export class WorkflowRegistry {
     );
     // The regex and JSON Schema worker starts only when a file that has to be checked has a regex or a
     // schema (checkDefinition starts it); shipped and cached verdicts need none.
+    const unchecked = new Set<string>();
     await inBatches(misses, CHECKS_AT_ONCE, async ([file, stamp]) => {
       const entry = await this.load(file, stamp.real, root as string, source.kind, stamp.size);
       if (entry === undefined) return;
+      if (entry === NOT_CHECKED) {
+        // No verdict: left out of `next` (so the next scan checks it again) and of the cache.
+        unchecked.add(file);
+        return;
+      }
       next.set(file, { ...stamp, entry });
       cache?.set(file, stamp, entry);
     });
-    cache?.prune(source.dir, new Set(next.keys()));
+    cache?.prune(source.dir, new Set([...next.keys(), ...unchecked]));
     this.files.set(source.dir, next);
+    this.noteUnchecked(source, unchecked);
   }
 
   /**
@@ -359,6 +402,7 @@ export class WorkflowRegistry {
     }
     const previous = this.files.get(source.dir) ?? new Map<string, CachedFile>();
     const next = new Map<string, CachedFile>();
+    const unchecked = new Set<string>();
     await Promise.all(
       docs.map(async (doc) => {
         const file = `${source.dir}/${doc.name}`;
@@ -369,25 +413,35 @@ export class WorkflowRegistry {
         }
         const format = formatOf(doc.name) ?? 'json';
         this.counts.checked++;
-        const report = await checkDefinition({ text: doc.content, format }, 'strict', {
-          engine: this.engine,
-          allowedEnv: this.allowedEnv,
-        });
+        const report = await notCheckedAsUndefined(
+          checkDefinition({ text: doc.content, format }, 'strict', {
+            engine: this.engine,
+            allowedEnv: this.allowedEnv,
+          }),
+        );
+        if (report === undefined) {
+          unchecked.add(file);
+          return;
+        }
         const entry = fromReport(file, source.kind, format, doc.version, report);
         next.set(file, { real: doc.version, mtimeMs: 0, ctimeMs: 0, size: 0, ino: 0, entry });
       }),
     );
     this.files.set(source.dir, next);
+    this.noteUnchecked(source, unchecked);
   }
 
-  /** Reads and checks one file; undefined when it vanished or turned into something unreadable. */
+  /**
+   * Reads and checks one file; undefined when it vanished or turned into something unreadable,
+   * NOT_CHECKED when its regex and schema rules were not checked in time (no verdict yet).
+   */
   private async load(
     file: string,
     real: string,
     root: string,
     kind: SourceKind,
     size: number,
-  ): Promise<RegistryEntry | undefined> {
+  ): Promise<RegistryEntry | typeof NOT_CHECKED | undefined> {
     const format = formatOf(file) as DefinitionFormat;
     // Reported from its size alone: such a file is never read.
     const big = oversize(size);
@@ -410,10 +464,13 @@ export class WorkflowRegistry {
       return { status: 'valid', workflow: shipped, file, source: kind, format, hash };
     }
     this.counts.checked++;
-    const report = await checkDefinition({ text: bytes, format }, 'strict', {
-      engine: this.engine,
-      allowedEnv: this.allowedEnv,
-    });
+    const report = await notCheckedAsUndefined(
+      checkDefinition({ text: bytes, format }, 'strict', {
+        engine: this.engine,
+        allowedEnv: this.allowedEnv,
+      }),
+    );
+    if (report === undefined) return NOT_CHECKED;
     return fromReport(file, kind, format, hash, report);
   }
 
@@ -579,6 +636,23 @@ export class WorkflowRegistry {
       })),
     };
     this.view = { byId, listing };
+  }
+}
+
+/** A file whose check did not finish in time: no verdict, checked again later (never listed as broken). */
+const NOT_CHECKED = Symbol('not checked');
+
+/** The first re-scan of a source with unchecked files, and the longest wait between two. */
+const RECHECK_FIRST_MS = 1000;
+const RECHECK_MAX_MS = 5 * 60_000;
+
+/** A check's report, or undefined when its rules were not checked in time (validation_not_checked). */
+async function notCheckedAsUndefined(check: Promise<CheckReport>): Promise<CheckReport | undefined> {
+  try {
+    return await check;
+  } catch (error) {
+    if (error instanceof DomainFailure && error.error.code === 'validation_not_checked') return undefined;
+    throw error;
   }
 }
 

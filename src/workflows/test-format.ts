@@ -8,16 +8,61 @@ import * as z from 'zod';
 import { EXECUTION_STATES } from '../engine/state-machine.js';
 import { IdSchema } from '../model/workflow.js';
 
-/** Most scenarios a file may hold, and most reports one scenario may make before it is stopped. */
+/**
+ * What a test file may hold, and what a run of it may do. These bound `workflowlookup test`, which the
+ * owner runs on their own files; a tool call runs under the tighter TOOL_TEST_LIMITS.
+ */
 export const TEST_LIMITS = {
+  /** Most scenarios a file may hold. */
   maxScenarios: 200,
+  /** Reports a scenario makes before it is stopped (`max_reports`): by default, and at most. */
   defaultMaxReports: 1000,
   maxReports: 10_000,
-  /** Reports all the scenarios of one file may make together (a run stays bounded, whatever it says). */
-  maxReportsPerFile: 20_000,
+  /**
+   * Work units (see reportUnits) all the scenarios of one file may use together, so a run stays bounded
+   * whatever the file says; past them the run stops and the scenarios left fail.
+   */
+  maxWorkPerFile: 20_000,
   /** Copies one list entry may stand for (`times`). */
   maxTimes: 10_000,
 } as const;
+
+/**
+ * What one `workflow_test` call (or the tests `workflow_validate_manifest` runs for its hint) may do.
+ * A `read` token can make these calls, and under TEST_LIMITS one call of 20 scenarios of 1,000 reports
+ * each cost 18-26 s of server CPU: so a call is bounded by work it counts (never by time, which a
+ * loaded machine would let flip a verdict), a call over the bound gets no verdict at all, and a
+ * principal runs only a few at once. 2,000 units measured 2-4 s of CPU at worst (a 2-core machine,
+ * shared), and are nine times what the largest bundled suite uses (230).
+ */
+export const TOOL_TEST_LIMITS = {
+  /** Most scenarios one call runs (checked before anything runs). */
+  maxScenarios: 50,
+  /** Largest `max_reports` a scenario may give (the default: a longer walk is the command line's). */
+  maxReports: 1000,
+  /** Work units one call may use (a scenario of `maxReports` reports fits, with room to spare). */
+  maxWork: 2_000,
+  /** Calls one principal may have running at once; one more is refused, retryably (`tests_busy`). */
+  callsPerPrincipal: 2,
+} as const;
+
+/**
+ * Bytes of one report that one work unit covers: a report costs a unit for each started 4 KiB of what it
+ * says, since its text is checked against the rules and written to the store (a 1 MiB summary is 256
+ * units, a short one 1). Measured: a short report is about 1 ms of CPU, and each KiB more about 0.1 ms,
+ * so no unit costs much more than another.
+ */
+export const WORK_UNIT_BYTES = 4096;
+
+/**
+ * The work units of one report (`output`, as workflow_next_step takes it). The other things a run counts
+ * are one unit each: a scenario's start, a canned API call (each poll of `repeat` is a call), an
+ * approval's poll.
+ */
+export function reportUnits(output: unknown): number {
+  const bytes = Buffer.byteLength(JSON.stringify(output) ?? '');
+  return Math.max(1, Math.ceil(bytes / WORK_UNIT_BYTES));
+}
 
 const ContextSchema = z
   .record(z.string(), z.unknown())

@@ -89,3 +89,13 @@ export function csrfOf(html: string): string {
   if (!match) throw new Error('no csrf field in the page');
   return match[1] as string;
 }
+
+/** What the Approvals page's form says it decides: the approval id and its output's digest (by position). */
+export function decisionFieldsOf(html: string, index = 0): { approval: string; output: string } {
+  const approvals = [...html.matchAll(/name="approval" value="([^"]+)"/g)].map((m) => m[1] as string);
+  const outputs = [...html.matchAll(/name="output" value="([^"]+)"/g)].map((m) => m[1] as string);
+  const approval = approvals[index];
+  const output = outputs[index];
+  if (approval === undefined || output === undefined) throw new Error('no decision form in the page');
+  return { approval, output };
+}

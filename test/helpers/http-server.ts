@@ -11,6 +11,23 @@ export interface HttpServer {
   kill(signal?: NodeJS.Signals): void;
 }
 
+/**
+ * The MCP URL `serve --http` announced: the `mcp_url` of its JSON log line (stderr is no terminal
+ * here). Only whole lines are read: a chunk may end in the middle of one.
+ */
+export function announcedUrl(stderr: string): string | undefined {
+  for (const line of stderr.slice(0, stderr.lastIndexOf('\n') + 1).split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const event = JSON.parse(line) as { mcp_url?: unknown };
+      if (typeof event.mcp_url === 'string') return event.mcp_url;
+    } catch {
+      // Not a log line: some other output.
+    }
+  }
+  return undefined;
+}
+
 export async function startHttpServer(
   sb: Sandbox,
   env: Record<string, string> = {},
@@ -29,10 +46,10 @@ export async function startHttpServer(
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (chunk: string) => {
       stderr += chunk;
-      const found = /Streamable HTTP at (\S+)/.exec(stderr);
-      if (found) {
+      const found = announcedUrl(stderr);
+      if (found !== undefined) {
         clearTimeout(timer);
-        resolve(found[1] as string);
+        resolve(found);
       }
     });
     void exited.then(() => reject(new Error(`server exited:\n${stderr}`)));
@@ -113,7 +130,7 @@ export const STATELESS_ENVELOPE = {
  * Raw 2026-07-28 requests to an HTTP endpoint, in the per-request envelope declaring `capabilities`,
  * with the routing headers (Mcp-Method, and Mcp-Name when given): the whole JSON-RPC answer.
  */
-export function poster2026(url: string, capabilities: Json) {
+export function poster2026(url: string, capabilities: Json, bearer?: string) {
   const envelope = {
     ...STATELESS_ENVELOPE,
     'io.modelcontextprotocol/clientCapabilities': capabilities,
@@ -123,7 +140,12 @@ export function poster2026(url: string, capabilities: Json) {
     const res = await post(
       url,
       { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: envelope } },
-      { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) },
+      {
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': method,
+        ...(name ? { 'mcp-name': name } : {}),
+        ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+      },
     );
     if (!res.json) throw new Error(`no answer (${res.status}): ${res.text}`);
     return res.json;

@@ -48,7 +48,7 @@ export async function inProcessHttp(
 /** Static tokens (`WORKFLOWLOOKUP_AUTH=tokens`): the env that serves them, and each new token by name. */
 export async function staticTokens(
   sb: Sandbox,
-  tokens: Record<string, { scopes: ('read' | 'run' | 'author' | 'admin')[]; principal?: string }>,
+  tokens: Record<string, { scopes: ('read' | 'run' | 'author' | 'admin' | 'approve')[]; principal?: string }>,
 ): Promise<{ env: Record<string, string>; token: Record<string, string> }> {
   const file = join(sb.root, `tokens-${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(file, JSON.stringify({ tokens: [] }));

@@ -5,11 +5,12 @@
 // decide any, as the CLI may.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainFailure } from '../../engine/errors.js';
+import { outputDigest } from '../../executions/approvers.js';
 import type { Decider } from '../../executions/execution-service.js';
 import type { ApprovalRecord } from '../../store/execution-store.js';
 import { html, type SafeHtml } from '../html.js';
 import { href, layout, type PageContext, relative } from '../pages/page-kit.js';
-import { EXECUTION_ID } from '../params.js';
+import { APPROVAL_ID, EXECUTION_ID } from '../params.js';
 import { HttpError, readForm, refuseCrossSite } from '../responses.js';
 import { may } from '../viewer.js';
 import type { ControllerDeps } from './controller-kit.js';
@@ -21,6 +22,8 @@ const NOTICES = {
   approved: 'Approved: the agent moves on at its next poll.',
   rejected: 'Rejected: the step went back to the agent with your reason.',
   conflict: 'Nothing to decide any more: someone decided first, or it timed out.',
+  stale:
+    'Not decided: the output you were shown no longer waits (the agent sent another since). Read the one below, then decide on it.',
 } as const;
 type Notice = keyof typeof NOTICES;
 
@@ -29,20 +32,30 @@ function summaryOf(output: unknown): string {
   return typeof summary === 'string' ? summary : '';
 }
 
-function pendingCard(ctx: PageContext, a: ApprovalRecord, csrf: string | undefined): SafeHtml {
+function pendingCard(
+  ctx: PageContext,
+  a: ApprovalRecord,
+  csrf: string | undefined,
+  deciders: readonly string[],
+): SafeHtml {
   const now = ctx.now ?? Date.now();
+  // The local user (the operator) decides any; a principal only what it decides (approvers.ts).
+  const decides = ctx.viewer.allPrincipals || deciders.includes(ctx.viewer.principal);
   const execution = href(ctx, `/executions/${encodeURIComponent(a.execution_id)}`, {
     ...(ctx.viewer.allPrincipals && a.principal !== ctx.viewer.principal ? { principal: a.principal } : {}),
   });
-  const form = csrf
-    ? html`<form method="post" action="${href(ctx, `/approvals/${encodeURIComponent(a.execution_id)}/decide`)}" class="decide">
+  const form = !decides
+    ? html`<p class="muted">Waits for ${deciders.join(', ')} to decide.</p>`
+    : csrf
+      ? html`<form method="post" action="${href(ctx, `/approvals/${encodeURIComponent(a.execution_id)}/decide`)}" class="decide">
 <input type="hidden" name="csrf" value="${csrf}">
 <input type="hidden" name="approval" value="${a.approval_id}">
+<input type="hidden" name="output" value="${outputDigest(a.output)}">
 <label>Reason <input type="text" name="reason" maxlength="2000" placeholder="why (shown to the agent on a rejection)"></label>
 <button type="submit" name="decision" value="approve">Approve</button>
 <button type="submit" name="decision" value="reject">Reject</button>
 </form>`
-    : html`<p class="muted">${APPROVE_SCOPE_NEEDED}</p>`;
+      : html`<p class="muted">${APPROVE_SCOPE_NEEDED}</p>`;
   return html`<section class="approval" data-approval="${a.approval_id}">
 <h2>${a.prompt}</h2>
 <p><a href="${execution}">${a.execution_id}</a> · ${a.workflow_name} / step <code>${a.step_name}</code> · owner ${a.principal} · asked ${relative(a.requested_at, now)}${a.expires_at ? html` · rejected by timeout ${relative(a.expires_at, now)}` : ''}</p>
@@ -86,7 +99,7 @@ export function approvalsController({ app, live, forms, send, redirect }: Contro
     const csrf = may(ctx.viewer, 'approve') ? forms.issue(ctx.viewer.principal) : undefined;
     const body = html`<h1>Approvals</h1>${shown}
 <p class="muted">Step outputs that wait for a person. The agent cannot decide them; it polls until someone here (or <code>workflowlookup approve</code> on the server host) does.</p>
-${pending.length === 0 ? html`<p>No approvals pending.</p>` : pending.map((a) => pendingCard(ctx, a, csrf))}`;
+${pending.length === 0 ? html`<p>No approvals pending.</p>` : pending.map((a) => pendingCard(ctx, a, csrf, service.decidersOf(a)))}`;
     send(res, 200, layout(ctx, { title: 'Approvals', nav: 'approvals', body }));
   }
 
@@ -99,6 +112,15 @@ ${pending.length === 0 ? html`<p>No approvals pending.</p>` : pending.map((a) =>
     }
     const decision = form.get('decision');
     if (decision !== 'approve' && decision !== 'reject') throw new HttpError(400, 'Approve or reject.');
+    // The decision is on what the page showed: that approval and that output, nothing else.
+    const approvalId = form.get('approval') ?? '';
+    const digest = form.get('output') ?? '';
+    if (!APPROVAL_ID.test(approvalId) || !/^[0-9a-f]{64}$/.test(digest)) {
+      throw new HttpError(
+        400,
+        'This form does not say which output it decides; reload the page and try again.',
+      );
+    }
     const reason = (form.get('reason') ?? '').trim().slice(0, 2000);
     const decider: Decider = ctx.viewer.allPrincipals
       ? {
@@ -111,7 +133,10 @@ ${pending.length === 0 ? html`<p>No approvals pending.</p>` : pending.map((a) =>
     const back = (notice: Notice) => `${href(ctx, '/approvals')}?notice=${notice}`;
     try {
       const service = await app.services.executions();
-      const decided = await service.decide(executionId, decision, decider, reason || undefined);
+      const decided = await service.decide(executionId, decision, decider, reason || undefined, {
+        approval_id: approvalId,
+        output_sha256: digest,
+      });
       live.poke();
       redirect(
         res,
@@ -128,7 +153,7 @@ ${pending.length === 0 ? html`<p>No approvals pending.</p>` : pending.map((a) =>
         throw new HttpError(404, `No execution ${executionId} here.`);
       }
       if (error instanceof DomainFailure && error.error.code === 'state_conflict') {
-        redirect(res, back('conflict'));
+        redirect(res, back(error.error.stale?.approval_id ? 'stale' : 'conflict'));
         return;
       }
       throw error;

@@ -90,11 +90,19 @@ export function executionsController({ app, queries, live, forms, send, redirect
         throw new HttpError(400, 'limit must be 10-200.');
       const older_than = parseCursor(one(params, 'older'));
       const newer_than = parseCursor(one(params, 'newer'));
+      const q = await queries();
+      const principals = ctx.viewer.allPrincipals ? await q.principals() : undefined;
+      const asked = one(params, 'principal');
+      // The local user of a team server's data dir may own nothing: show a principal that owns some.
+      const shown =
+        asked === undefined && principals !== undefined && !principals.includes(ctx.viewer.principal)
+          ? principals[0]
+          : asked;
       const filter: ListFilter = {
         workflow,
         states: parseStates(one(params, 'state')),
         age: age as Age | undefined,
-        principal: lookingAt(ctx.viewer, one(params, 'principal')),
+        principal: lookingAt(ctx.viewer, shown),
         limit,
       };
       const window = filter.age === undefined ? undefined : AGES[filter.age];
@@ -106,7 +114,6 @@ export function executionsController({ app, queries, live, forms, send, redirect
         updated_before:
           window && 'before' in window ? new Date(now - window.before).toISOString() : undefined,
       };
-      const q = await queries();
       const caller = { principal: filter.principal };
       await registry.ready();
       const known = registry.list().workflows;
@@ -116,11 +123,10 @@ export function executionsController({ app, queries, live, forms, send, redirect
           : {};
       const search = await find(one(params, 'q'), known, q, caller, filter, others, res);
       if (search === 'answered') return;
-      const [page, counts, newest, principals] = await Promise.all([
+      const [page, counts, newest] = await Promise.all([
         q.page({ ...listFilter, limit, older_than, newer_than }, caller),
         q.counts(listFilter, caller),
         q.page({ limit: 1 }, caller),
-        ctx.viewer.allPrincipals ? q.principals() : Promise.resolve(undefined),
       ]);
       send(
         res,
@@ -180,7 +186,14 @@ export function executionsController({ app, queries, live, forms, send, redirect
         });
       try {
         const service = await app.services.executions();
-        await service.setState(id, to as RequestableState, reason || 'from the dashboard', { principal });
+        // A person's change: a pause made here holds until a person lifts it (the agent waits for it).
+        await service.setState(
+          id,
+          to as RequestableState,
+          reason || undefined,
+          { principal },
+          { via: 'dashboard', by: ctx.viewer.principal },
+        );
         live.poke();
         redirect(res, back(to as Notice));
       } catch (error) {

@@ -32,7 +32,8 @@ export const ACTIONS = {
   pause: {
     to: 'paused',
     label: 'Pause',
-    question: 'Pause this execution? The agent cannot advance it until it is resumed.',
+    question:
+      'Pause this execution? The agent cannot advance it, nor set it running, until a person resumes it.',
   },
   resume: {
     to: 'running',
@@ -258,6 +259,12 @@ export function executionPage(ctx: PageContext, view: DetailView): string {
       ? html` <span class="muted">(${detail.reasons[detail.state]})</span>`
       : ''
   }</dd>
+${
+  // Who paused it: a person's pause holds until a person resumes it (the agent is told to wait).
+  detail.paused_by !== null
+    ? html`<dt>Paused by</dt><dd id="paused-by">${detail.paused_by.by} ${detail.paused_by.via === 'dashboard' ? 'from the dashboard' : '(the agent, with workflow_set_state)'}, ${time(ctx, detail.paused_by.at, false)}</dd>`
+    : ''
+}
 <dt>Current step</dt><dd id="current-step">${detail.current_step === null ? html`<span class="muted">none</span>` : html`<strong>${detail.current_step}</strong> ${currentTitle ?? ''} <span class="muted">#${detail.current_seq}${detail.attempt > 0 ? `, attempt ${detail.attempt + 1}` : ''}</span>`}</dd>
 <dt>Token expires</dt><dd>${detail.token_expires_at === null ? html`<span class="muted">no live token</span>` : html`${time(ctx, detail.token_expires_at, true)}${expired ? html` <span class="bad">expired: workflow_resume hands out a fresh one</span>` : ''}`}</dd>
 ${detail.waiting ? html`<dt>Waiting on</dt><dd class="bad">${detail.waiting.step_id} (${detail.waiting.command}): ${detail.waiting.message}</dd>` : ''}
@@ -270,7 +277,13 @@ ${detail.waiting ? html`<dt>Waiting on</dt><dd class="bad">${detail.waiting.step
   const lv = progress.last_validation;
   const progressPart = html`<div class="progress"><progress max="${progress.total}" value="${progress.done}">${pct}%</progress>
 <span>${progress.done} of ${progress.total} steps done${progress.steps.some((s) => s.status === 'skipped') ? `, ${progress.steps.filter((s) => s.status === 'skipped').length} skipped` : ''}</span>
-${lv ? html`<span class="last-validation ${lv.valid ? 'ok' : 'bad'}">last check: ${lv.step} ${lv.valid ? 'passed' : `failed (${lv.issues.join('; ')})`}</span>` : ''}</div>`;
+${
+  // The step's output against its rules, not a verdict on the work: "last check: run-tests passed"
+  // read as "the tests passed" when the agent had reported a failing test.
+  lv
+    ? html`<span class="last-validation ${lv.valid ? 'ok' : 'bad'}">last output: step ${lv.step} ${lv.valid ? 'met its rules' : `refused (${lv.issues.join('; ')})`}</span>`
+    : ''
+}</div>`;
   const states = new Map(
     progress.steps.filter((s) => s.status !== 'pending').map((s) => [s.id, s.status] as [string, string]),
   );

@@ -16,6 +16,7 @@ import type { PersonaRegistry } from '../../workflows/personas.js';
 import { contentVersion, type RegistryEntry, type WorkflowRegistry } from '../../workflows/registry.js';
 import type { RuntimeWorkflows } from '../../workflows/runtime-workflows.js';
 import { NextSchema, next, startCall } from '../next.js';
+import { retryingNotChecked } from '../not-checked.js';
 import { ViolationSchema } from '../schemas.js';
 import { annotate, defineTool, READ_ONLY, requireConfirmation, type ToolDefinition } from '../tool.js';
 import { TestsSchema, testHint, workflowTestTool } from './workflow-test-tool.js';
@@ -144,7 +145,15 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
           ? `Valid${r.warnings.length > 0 ? `, ${r.warnings.length} warning(s)` : ''}.`
           : `${r.errors.length} error(s).`,
       handler: async ({ content, manifest, format, tests: given }, ctx) => {
-        const r = await report(content, manifest, format);
+        const again = {
+          tool: 'workflow_validate_manifest',
+          arguments: format !== undefined ? { format } : {},
+          fill: {
+            [content !== undefined ? 'content' : 'manifest']: 'the same manifest, unchanged',
+            ...(given !== undefined ? { tests: 'the same tests, unchanged' } : {}),
+          },
+        };
+        const r = await retryingNotChecked(again, () => report(content, manifest, format));
         // A valid manifest with tests: how they fare, and the paths none walks (a hint, not an error).
         const hint =
           r.valid && r.workflow !== undefined && tests !== undefined
@@ -154,6 +163,8 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
                 contentVersion(content ?? JSON.stringify(manifest)),
                 given,
                 ctx.caller.signal,
+                again,
+                ctx.caller.principal,
               )
             : undefined;
         // The manifest itself is not repeated: the agent has it, and fills it in.
@@ -224,10 +235,18 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
       handler: ({ content, format, overwrite, expected_version, file_name }, ctx) =>
         serialized(async () => {
           const target = file_name === undefined ? undefined : runtime.target(file_name);
-          const r = await report(
-            content,
-            undefined,
-            format ?? (target ? formatOf(target) : detectFormat(content)),
+          // Rules not checked in time are no violation: the retryable error, with this call to send again.
+          const again = {
+            tool: 'workflow_save',
+            arguments: Object.fromEntries(
+              Object.entries({ format, overwrite, expected_version, file_name }).filter(
+                ([, v]) => v !== undefined,
+              ),
+            ),
+            fill: { content: 'the same manifest text, unchanged' },
+          };
+          const r = await retryingNotChecked(again, () =>
+            report(content, undefined, format ?? (target ? formatOf(target) : detectFormat(content))),
           );
           rejectInvalid(r);
           const id = r.workflow?.id as string;

@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { fail } from '../../engine/errors.js';
-import type { SuiteResult, WorkflowTests } from '../../executions/workflow-tests.js';
+import { DomainFailure, fail } from '../../engine/errors.js';
+import type { DefinitionUnderTest, SuiteResult, WorkflowTests } from '../../executions/workflow-tests.js';
 import type { Violation } from '../../model/violation.js';
 import { IdSchema, type Workflow } from '../../model/workflow.js';
 import { type CheckReport, DEFINITION_LIMITS } from '../../workflows/check.js';
@@ -8,7 +8,9 @@ import { detectFormat } from '../../workflows/manifest-check.js';
 import type { DefinitionFormat } from '../../workflows/parse.js';
 import { contentVersion, type LoadedWorkflow, type WorkflowRegistry } from '../../workflows/registry.js';
 import { type ParsedTests, parseTests, readTestFile, testFilesBeside } from '../../workflows/test-files.js';
+import { TEST_LIMITS, TOOL_TEST_LIMITS, WORK_UNIT_BYTES } from '../../workflows/test-format.js';
 import { NextSchema, next } from '../next.js';
+import { refuseUncheckedScenarios, retryingNotChecked, type SameCall } from '../not-checked.js';
 import { ViolationSchema } from '../schemas.js';
 import { defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 
@@ -42,6 +44,107 @@ export async function savedTests(
 ): Promise<{ file: string; parsed: ParsedTests } | undefined> {
   const [file] = await testFilesBeside(entry.file, entry.workflow.id);
   return file === undefined ? undefined : { file, parsed: await readTestFile(file) };
+}
+
+/** How larger suites run: what every refusal of a too-large suite ends with. */
+const ELSEWHERE = `run them on the command line instead, \`workflowlookup test <test file>\` (up to ${TEST_LIMITS.maxScenarios} scenarios and ${TEST_LIMITS.maxWorkPerFile} work units per file), or split the scenarios over several calls`;
+
+/**
+ * Refuses, before anything runs, tests one call may not run: more scenarios, or a scenario allowed more
+ * reports, than TOOL_TEST_LIMITS allow. What the walks then do is bounded by the run's work units.
+ */
+function refuseOversized(parsed: ParsedTests, workflowId: string): void {
+  const scenarios = parsed.tests?.scenarios;
+  if (!parsed.valid || scenarios === undefined) return; // runTests says what is wrong with them
+  const { maxScenarios, maxReports } = TOOL_TEST_LIMITS;
+  if (scenarios.length > maxScenarios) {
+    fail({
+      code: 'tests_too_large',
+      message: `${scenarios.length} scenarios are more than one workflow test call runs (${maxScenarios}); nothing ran`,
+      workflowId,
+      limit: 'scenarios',
+      max: maxScenarios,
+      details: ELSEWHERE,
+    });
+  }
+  const long = scenarios.find((s) => (s.max_reports ?? 0) > maxReports);
+  if (long !== undefined) {
+    fail({
+      code: 'tests_too_large',
+      message: `scenario "${long.name}" allows ${long.max_reports} reports (max_reports); a workflow test call allows at most ${maxReports} per scenario; nothing ran`,
+      workflowId,
+      limit: 'max_reports',
+      max: maxReports,
+      details: `lower its max_reports, or ${ELSEWHERE}`,
+    });
+  }
+}
+
+/**
+ * The workflow test runs going now, per principal, for each app (keyed by its one WorkflowTests):
+ * workflow_test and the tests of workflow_validate_manifest share the count; the command line, which
+ * the owner runs on their own files, never takes part.
+ */
+const running = new WeakMap<WorkflowTests, Map<string, number>>();
+
+/** Counts one more run of `principal`, or refuses it (`tests_busy`); the function returned ends it. */
+function admit(service: WorkflowTests, principal: string): () => void {
+  const held = running.get(service) ?? new Map<string, number>();
+  running.set(service, held);
+  const mine = held.get(principal) ?? 0;
+  const max = TOOL_TEST_LIMITS.callsPerPrincipal;
+  if (mine >= max) {
+    fail({
+      code: 'tests_busy',
+      message: `${principal} has ${mine} workflow test run(s) going, the most one principal may have at once (${max}); nothing ran`,
+      principal,
+      running: mine,
+      max,
+    });
+  }
+  held.set(principal, mine + 1);
+  return () => {
+    const left = (held.get(principal) ?? 1) - 1;
+    if (left > 0) held.set(principal, left);
+    else held.delete(principal);
+  };
+}
+
+/**
+ * Runs `definition`'s tests for a tool call: refused before anything runs when they are larger than a
+ * call may run, or when the principal already has TOOL_TEST_LIMITS.callsPerPrincipal runs going; bounded
+ * by the call's work units while they run, and refused whole (no verdict) when those run out.
+ */
+async function runForCall(
+  service: WorkflowTests,
+  definition: DefinitionUnderTest,
+  parsed: ParsedTests,
+  file: string | undefined,
+  caller: { principal?: string | undefined; signal?: AbortSignal | undefined },
+): Promise<SuiteResult> {
+  const id = definition.workflow.id;
+  refuseOversized(parsed, id);
+  const release = caller.principal === undefined ? () => {} : admit(service, caller.principal);
+  let result: SuiteResult;
+  try {
+    result = await service.runTests(definition, parsed, file, {
+      signal: caller.signal,
+      work: { max: TOOL_TEST_LIMITS.maxWork, spent: 'refuse' },
+    });
+  } finally {
+    release();
+  }
+  if (result.work?.spent) {
+    fail({
+      code: 'tests_too_large',
+      message: `these tests need more than the ${result.work.max} work units one workflow test call may use (one for each scenario's start, each report of up to ${WORK_UNIT_BYTES / 1024} KiB and each canned API call); they were stopped there and no verdict is given`,
+      workflowId: id,
+      limit: 'work',
+      max: result.work.max,
+      details: ELSEWHERE,
+    });
+  }
+  return result;
 }
 
 const CountSchema = z.object({ covered: z.number(), total: z.number() });
@@ -79,8 +182,7 @@ export function workflowTestTool(deps: WorkflowTestDeps): ToolDefinition {
     name: 'workflow_test',
     scope: 'read',
     title: 'Run a workflow’s tests',
-    description:
-      "Runs workflow tests through the server's engine without saving anything: scenarios that report what an agent would at each step (and canned API answers for command steps), checked against what must follow (step path, refused reports and their messages, loop rounds, final output, end state). Test a draft (content + tests) before workflow_save, or a saved workflow (workflow_id; default tests: its <id>.test.yaml). Reports each scenario and the coverage: steps entered, conditions taken both ways, loop exits, and the paths no scenario walks.",
+    description: `Runs workflow tests through the server's engine without saving anything: scenarios that report what an agent would at each step (and canned API answers for command steps), checked against what must follow (step path, refused reports and their messages, loop rounds, final output, end state). Test a draft (content + tests) before workflow_save, or a saved workflow (workflow_id; default tests: its <id>.test.yaml). Reports each scenario and the coverage: steps entered, conditions taken both ways, loop exits, and the paths no scenario walks. One call runs at most ${TOOL_TEST_LIMITS.maxScenarios} scenarios and ${TOOL_TEST_LIMITS.maxWork} work units (larger suites: \`workflowlookup test\` on the command line).`,
     inputSchema: z
       .strictObject({
         content: z
@@ -110,6 +212,12 @@ export function workflowTestTool(deps: WorkflowTestDeps): ToolDefinition {
         .describe('Steps entered, condition outcomes seen (two per condition), loop exits taken'),
       untested: z.array(z.string()).describe('The paths no scenario walks'),
       test_file: z.string().optional().describe('The test file that ran, when it came from one'),
+      work: z
+        .object({ used: z.number(), max: z.number() })
+        .optional()
+        .describe(
+          `Work units the run used, of the most one call may use (a scenario's start, a report of up to ${WORK_UNIT_BYTES / 1024} KiB, a canned API call: one each); past them the call is refused as TESTS_TOO_LARGE`,
+        ),
       errors: z.array(z.string()).describe('Why nothing ran: "manifest|tests path (line:column): message"'),
       violations: z.array(ViolationSchema).describe('The errors, structured'),
       next: NextSchema,
@@ -121,9 +229,20 @@ export function workflowTestTool(deps: WorkflowTestDeps): ToolDefinition {
         : `${r.errors.length} error(s); nothing ran.`,
     handler: async ({ content, format, workflow_id, tests }, ctx) => {
       const empty = { passed: 0, failed: 0, scenarios: [], untested: [] };
+      const again: SameCall = {
+        tool: 'workflow_test',
+        arguments: {
+          ...(format !== undefined ? { format } : {}),
+          ...(workflow_id !== undefined ? { workflow_id } : {}),
+        },
+        fill: {
+          ...(content !== undefined ? { content: 'the same draft, unchanged' } : {}),
+          ...(tests !== undefined ? { tests: 'the same tests, unchanged' } : {}),
+        },
+      };
       let definition: { workflow: Workflow; hash: string; file?: string };
       if (content !== undefined) {
-        const report = await deps.check(content, format);
+        const report = await retryingNotChecked(again, () => deps.check(content, format));
         if (!report.valid || report.workflow === undefined) {
           return {
             ...(report.id !== undefined ? { workflow_id: report.id } : {}),
@@ -161,9 +280,10 @@ export function workflowTestTool(deps: WorkflowTestDeps): ToolDefinition {
         parsed = found.parsed;
         testFile = found.file;
       }
-      const result = await (await deps.tests()).runTests(definition, parsed, testFile, {
-        signal: ctx.caller.signal,
-      });
+      const result = await retryingNotChecked(again, async () =>
+        runForCall(await deps.tests(), definition, parsed, testFile, ctx.caller),
+      );
+      refuseUncheckedScenarios(result, again);
       return toolResult(result, content !== undefined);
     },
   });
@@ -173,6 +293,7 @@ function toolResult(result: SuiteResult, draft: boolean) {
   const base = {
     ...(result.workflow_id !== undefined ? { workflow_id: result.workflow_id } : {}),
     ...(result.file !== undefined ? { test_file: result.file } : {}),
+    ...(result.work !== undefined ? { work: { used: result.work.used, max: result.work.max } } : {}),
   };
   if (result.errors.length > 0) {
     return {
@@ -241,6 +362,10 @@ export async function testHint(
   hash: string,
   tests: TestsInput | undefined,
   signal?: AbortSignal,
+  /** The call to send again when a scenario's rules were not checked in time. */
+  again?: SameCall,
+  /** Who calls: its runs count against TOOL_TEST_LIMITS.callsPerPrincipal (not counted when absent). */
+  principal?: string,
 ): Promise<
   | { tests: { passed: number; failed: number; file?: string; errors: string[] }; untested: string[] }
   | undefined
@@ -255,7 +380,20 @@ export async function testHint(
     if (found === undefined) return undefined;
     ({ parsed, file } = found);
   }
-  const result = await (await deps.tests()).runTests({ workflow, hash }, parsed, file, { signal });
+  let result: SuiteResult;
+  try {
+    result = await runForCall(await deps.tests(), { workflow, hash }, parsed, file, { principal, signal });
+  } catch (error) {
+    // Tests too large, or all the principal's runs going: the hint says so, and the manifest's answer stands.
+    const refused = error instanceof DomainFailure ? error.error : undefined;
+    if (refused?.code !== 'tests_too_large' && refused?.code !== 'tests_busy') throw error;
+    const why = `not run: ${refused.message}${refused.code === 'tests_too_large' ? `; ${refused.details}` : ''}`;
+    return {
+      tests: { passed: 0, failed: 0, ...(file !== undefined ? { file } : {}), errors: [why] },
+      untested: [],
+    };
+  }
+  if (again !== undefined) refuseUncheckedScenarios(result, again);
   return {
     tests: {
       passed: result.passed,

@@ -3,7 +3,14 @@
 // once, in agent_content. The continuation token is where seed 004 shows it (`new_token` in the tool
 // answers, `continuation_token` in the current_step resource and workflow_resume) and in the
 // workflow_next_step call of `next`, ready to send.
-import type { CurrentState, Outcome, StepView } from '../../executions/execution-model.js';
+import {
+  type CurrentState,
+  type Outcome,
+  type PauseRecord,
+  pausedByPerson,
+  pausePhrase,
+  type StepView,
+} from '../../executions/execution-model.js';
 import { type NextCall, next } from '../next.js';
 
 export const EXECUTION_URI = 'workflowlookup://workflow';
@@ -62,6 +69,21 @@ export const pollApproval = (token: string) =>
 /** A paused execution goes on only after it is set running again (a person may have paused it). */
 export const unpauseCall = (executionId: string) =>
   next('workflow_set_state', { execution_id: executionId, state: 'running' });
+
+/**
+ * What a paused execution's answer says: a person's pause is waited out (they resume it; the call in
+ * next only looks again), the agent's own is lifted by the call in next.
+ */
+function pausedWords(pause: PauseRecord | undefined): string {
+  if (!pausedByPerson(pause))
+    return 'Set it running with the call in next, then call workflow_resume for the step.';
+  return `A person paused it: ${pausePhrase(pause)}. It waits for them to resume it, not for you: tell the user, and send the call in next later to see whether it runs again.`;
+}
+
+/** The call after a pause: looking again (a person's pause), or setting it running (the agent's own). */
+function afterPause(executionId: string, pause: PauseRecord | undefined): NextCall {
+  return pausedByPerson(pause) ? resumeCall(executionId) : unpauseCall(executionId);
+}
 
 const SEND_NEXT =
   'Do what agent_content says, then send the call in next with every path its fill names filled in.';
@@ -125,7 +147,7 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
     const paused = outcome.state === 'paused';
     const message =
       outcome.origin === 'existing'
-        ? `Execution ${outcome.execution_id} already exists; returning it unchanged.${paused ? ' It is paused: set it running (next) to go on.' : ''}`
+        ? `Execution ${outcome.execution_id} already exists; returning it unchanged.${paused ? ` ${pausedWords(outcome.paused)}` : ''}`
         : outcome.commands.length > 0
           ? `${lead} ${ranCommands(outcome.commands.length)}; step '${stepName}' ready. ${SEND_NEXT}`
           : outcome.origin === 'started'
@@ -139,10 +161,11 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
       step_name: stepName,
       ...leanStep(outcome.view),
       ...(outcome.token ? { new_token: outcome.token } : {}),
+      ...(paused && outcome.paused ? { paused_by: outcome.paused } : {}),
       next: outcome.token
         ? [submitStep(outcome.token, viewFill(stepName, outcome.view))]
         : paused
-          ? [unpauseCall(outcome.execution_id)]
+          ? [afterPause(outcome.execution_id, outcome.paused)]
           : [resumeCall(outcome.execution_id)],
     };
   }
@@ -153,7 +176,10 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
     calls = [resumeCall(outcome.execution_id)];
   } else if (outcome.origin === 'existing') {
     message = `Execution ${outcome.execution_id} already exists (${outcome.state}); returning it unchanged.`;
-    if (outcome.state === 'paused') calls = [unpauseCall(outcome.execution_id)];
+    if (outcome.state === 'paused') {
+      message += ` ${pausedWords(outcome.paused)}`;
+      calls = [afterPause(outcome.execution_id, outcome.paused)];
+    }
   } else if (outcome.commands.length > 0) {
     message = `${lead} ${ranCommands(outcome.commands.length)}; workflow completed successfully.`;
   } else {
@@ -181,22 +207,24 @@ export function presentCurrent(current: CurrentState) {
     current_step: current.current_step,
   };
   const paused = current.state === 'paused';
+  const pause = paused && current.paused ? { paused_by: current.paused } : {};
   if (current.on_command) {
     const w = current.waiting;
     return {
       ...base,
-      step_status: 'server',
+      step_status: paused ? 'paused' : 'server',
       agent_name: 'server',
       progress: null,
       agent_content: null,
+      ...pause,
       instructions: paused
-        ? `The execution is paused on command step "${current.current_step}". Set it running (next), then call workflow_resume.`
+        ? `The execution is paused on command step "${current.current_step}". ${pausedWords(current.paused)}`
         : w
           ? `Command step "${w.step_id}" (${w.command}) could not finish: ${w.message}. Fix the cause (${w.reason}), then send the call in next to retry it with the same idempotency key.`
           : `The server runs command step "${current.current_step}"; send the call in next to run it and continue.`,
       ...(w ? { waiting: w } : {}),
       ...(current.commands ? { commands: current.commands } : {}),
-      next: [paused ? unpauseCall(current.execution_id) : resumeCall(current.execution_id)],
+      next: [paused ? afterPause(current.execution_id, current.paused) : resumeCall(current.execution_id)],
     };
   }
   const view = current.view;
@@ -213,17 +241,18 @@ export function presentCurrent(current: CurrentState) {
   }
   return {
     ...base,
-    step_status: view ? 'running' : null,
+    step_status: view ? (paused ? 'paused' : 'running') : null,
     ...(view ? leanStep(view) : { agent_name: null, progress: null, agent_content: null }),
     ...(view && current.token && !paused ? { continuation_token: current.token } : {}),
+    ...pause,
     instructions: view
       ? paused
-        ? 'The execution is paused. Set it running with the call in next, then call workflow_resume for the step.'
+        ? `The execution is paused. ${pausedWords(current.paused)}`
         : SEND_NEXT
       : `The execution is ${current.state}; there is nothing left to do.`,
     ...(current.commands ? { commands: current.commands } : {}),
     next: paused
-      ? [unpauseCall(current.execution_id)]
+      ? [afterPause(current.execution_id, current.paused)]
       : view && current.token
         ? [submitStep(current.token, viewFill(view.step_name, view))]
         : [],

@@ -4,15 +4,10 @@ import { EXECUTION_STATES, REQUESTABLE_STATES } from '../../engine/state-machine
 import type { ExecutionService } from '../../executions/execution-service.js';
 import { IdSchema } from '../../model/workflow.js';
 import { NextSchema, retryingContext } from '../next.js';
+import { retryingNotChecked } from '../not-checked.js';
 import { annotate, defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
 import { VIEW_TOOL_META } from './app-view.js';
-import {
-  currentStepUri,
-  presentCurrent,
-  presentOutcome,
-  resumeCall,
-  unpauseCall,
-} from './execution-presenter.js';
+import { currentStepUri, presentCurrent, presentOutcome, resumeCall } from './execution-presenter.js';
 
 const ExecutionIdSchema = z
   .string()
@@ -79,6 +74,17 @@ const CommandRunSchema = z
   )
   .optional()
   .describe('Command steps the server ran before answering');
+
+/** Who paused an execution: a person's pause (`via: dashboard`) waits for them, not for the agent. */
+const PausedBySchema = z
+  .object({
+    by: z.string().describe('Who paused it'),
+    via: z.enum(['dashboard', 'agent']).describe('From where'),
+    at: z.string().describe('When'),
+    reason: z.string().optional().describe('Why'),
+  })
+  .optional()
+  .describe('Present while paused');
 
 const AdvanceResultSchema = z.object({
   success: z.boolean().describe('False when the output failed validation (nothing advanced)'),
@@ -184,10 +190,18 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
       annotations: EXECUTION_ANNOTATIONS,
       errorFields: seedErrorFields,
       meta: VIEW_TOOL_META,
-      handler: async ({ token, output }, { caller }) =>
-        presentOutcome(await (await service()).nextStep(token, output, caller)) as z.input<
-          typeof AdvanceResultSchema
-        >,
+      handler: async ({ token, output }, { caller }) => {
+        // Rules not checked in time (a busy machine) decided nothing: the same call again, same token.
+        const again = {
+          tool: 'workflow_next_step',
+          arguments: { token },
+          fill: { output: 'the same output, unchanged' },
+        };
+        const outcome = await retryingNotChecked(again, async () =>
+          (await service()).nextStep(token, output, caller),
+        );
+        return presentOutcome(outcome) as z.input<typeof AdvanceResultSchema>;
+      },
     }),
     defineTool({
       name: 'workflow_set_state',
@@ -211,6 +225,10 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
           .max(2000)
           .optional()
           .describe('Why (kept in the execution metadata and telemetry)'),
+        override_pause: z
+          .boolean()
+          .optional()
+          .describe('Set running although a person paused it; only when the user tells you to go on'),
       }),
       outputSchema: z.object({
         success: z.boolean().describe('Always true (failures are errors)'),
@@ -223,8 +241,11 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
       // Abandoning ends an execution for good; asking for the state it is in again changes nothing.
       annotations: annotate({ changes: 'destructively', repeatable: true, external: false }),
       summarize: (r) => `Execution ${r.execution_id}: ${r.previous_state} -> ${r.workflow_state}.`,
-      handler: async ({ execution_id, state, reason }, { caller }) => {
-        const changed = await (await service()).setState(execution_id, state, reason, caller);
+      handler: async ({ execution_id, state, reason, override_pause }, { caller }) => {
+        const changed = await (await service()).setState(execution_id, state, reason, caller, {
+          via: 'agent',
+          override: override_pause === true,
+        });
         return {
           success: true,
           execution_id: changed.execution_id,
@@ -253,7 +274,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
         step_status: z
           .string()
           .nullable()
-          .describe('running, server (a command step), or null when finished'),
+          .describe('running, paused, awaiting_approval, server (a command step), or null when finished'),
         agent_name: z.string().nullable().describe('Persona for the step'),
         progress: z.string().nullable().describe('Steps handed out / planned'),
         agent_content: z.string().nullable().describe('Persona and step instructions'),
@@ -273,6 +294,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
           })
           .optional()
           .describe('The current command step failed in a way a retry may fix; workflow_resume retries it'),
+        paused_by: PausedBySchema,
       }),
       annotations: EXECUTION_ANNOTATIONS,
       meta: VIEW_TOOL_META,
@@ -327,10 +349,9 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
         const latest = found.find((e) => e.state === 'running' || e.state === 'paused');
         return {
           executions: found.map((e) => ({ ...e, current_step_resource: currentStepUri(e.execution_id) })),
-          // The most recent unfinished one is the likeliest to pick up again.
-          next: latest
-            ? [latest.state === 'paused' ? unpauseCall(latest.execution_id) : resumeCall(latest.execution_id)]
-            : [],
+          // The most recent unfinished one is the likeliest to pick up again; paused, workflow_resume says
+          // who paused it and whether the agent may set it running (a person's pause it may not).
+          next: latest ? [resumeCall(latest.execution_id)] : [],
         };
       },
     }),

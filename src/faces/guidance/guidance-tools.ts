@@ -2,7 +2,7 @@ import * as z from 'zod';
 import type { CatalogRegistry } from '../../catalogs/catalog-registry.js';
 import { missingCatalogs, requiredCatalogs } from '../../catalogs/requirements.js';
 import { checkContextValues, refuseContext } from '../../engine/context-needs.js';
-import { fail } from '../../engine/errors.js';
+import { DomainFailure, fail } from '../../engine/errors.js';
 import { stepFill } from '../../engine/fill.js';
 import { buildGuidance, contextScope } from '../../engine/guidance.js';
 import { allStepIds, findActionStep, nextStep } from '../../engine/next-step.js';
@@ -483,6 +483,20 @@ export function guidanceTools({
           );
           return withSubmissionCheck(validation, checkSubmission(workflow, step, { summary: output }));
         } catch (error) {
+          if (error instanceof DomainFailure && error.error.code === 'validation_not_checked') {
+            // Not checked in time: no verdict. The same call again, the output left for the agent to
+            // send once more (it may be a megabyte: not echoed back).
+            fail({
+              ...error.error,
+              workflowId,
+              stepId,
+              retry: {
+                tool: 'workflow_validate',
+                arguments: { workflowId, stepId, ...(context !== undefined ? { context } : {}) },
+                fill: { output: 'the same output, unchanged' },
+              },
+            });
+          }
           if (!(error instanceof CriteriaError)) throw error;
           if (error.kind === 'schema') {
             fail({

@@ -57,7 +57,12 @@ function showValidation(v: { valid: boolean; step?: string; issues: string[] } |
   box.className = '';
   if (!v) return;
   box.className = v.valid ? 'ok' : 'bad';
-  text(box, 'div', `Last check${v.step ? ` (${v.step})` : ''}: ${v.valid ? 'passed' : 'failed'}`);
+  // The output against the step's rules, not a verdict on the work (see the dashboard's wording).
+  text(
+    box,
+    'div',
+    `Last output${v.step ? ` (step ${v.step})` : ''}: ${v.valid ? 'met its rules' : 'refused'}`,
+  );
   if (!v.valid && v.issues.length > 0) {
     const list = text(box, 'ul', '');
     for (const issue of v.issues) text(list, 'li', issue);
