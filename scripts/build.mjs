@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+import { lazySdkValidator, messageGuards } from './sdk-patches.mjs';
 
 /**
  * The checker id keying the definition cache (src/workflows/definition-cache.ts): a hash of every
@@ -29,86 +30,11 @@ function checkerId() {
   return hash.digest('hex').slice(0, 32);
 }
 
-/**
- * The SDK's server imports its default JSON Schema validator (ajv, ajv-formats: ~300 KB) from
- * `@modelcontextprotocol/server/_shims` at module load, for every start, although a server needs it only
- * to check an elicitation answer against its requested schema. This plugin puts a stand-in with the same
- * interface in its place: the real validator (the SDK's CommonJS build, which esbuild wraps so that it
- * runs only when first required) is loaded on the first getValidator call.
- */
-const lazySdkValidator = {
-  name: 'lazy-sdk-json-schema-validator',
-  setup(b) {
-    b.onResolve({ filter: /^@modelcontextprotocol\/server\/_shims$/ }, (args) =>
-      args.kind === 'import-statement' ? { path: 'sdk-shims', namespace: 'lazy-sdk-validator' } : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'lazy-sdk-validator' }, () => ({
-      resolveDir: process.cwd(),
-      loader: 'js',
-      contents: `
-import process from 'node:process';
-let Validator;
-export class DefaultJsonSchemaValidator {
-  constructor(ajv) { this.ajv = ajv; }
-  getValidator(schema) {
-    Validator ??= require('@modelcontextprotocol/server/validators/ajv').AjvJsonSchemaValidator;
-    this.inner ??= new Validator(this.ajv);
-    return this.inner.getValidator(schema);
-  }
-}
-export { process };
-`,
-    }));
-  },
-};
-
-/**
- * The SDK tells a message's kind by zod parses that it tries in turn (isJSONRPCResultResponse, then
- * isJSONRPCErrorResponse, then isJSONRPCRequest), so each request first fails two strict-object parses,
- * and a failed zod parse builds an error with its issues: about 9 KB of garbage per request, measured by
- * bench/scenarios/step-allocation.mjs. This plugin puts a check of the one field each schema requires
- * in front of each guard: a value without it fails the parse anyway, so every answer is the same, and
- * only values that can pass are parsed. If a new SDK version no longer has these lines, the build says
- * so and leaves the SDK as it is.
- */
-const GUARDS = {
-  isJSONRPCRequest: ['JSONRPCRequestSchema', "typeof value.method === 'string'"],
-  isJSONRPCNotification: ['JSONRPCNotificationSchema', "typeof value.method === 'string'"],
-  isJSONRPCResultResponse: [
-    'JSONRPCResultResponseSchema',
-    "typeof value.result === 'object' && value.result !== null",
-  ],
-  isJSONRPCErrorResponse: [
-    'JSONRPCErrorResponseSchema',
-    "typeof value.error === 'object' && value.error !== null",
-  ],
-};
-const sdkGuards = {
-  name: 'sdk-message-guards',
-  setup(b) {
-    b.onLoad({ filter: /@modelcontextprotocol[\\/]server[\\/]dist[\\/]src-[^\\/]+\.mjs$/ }, (args) => {
-      let contents = readFileSync(args.path, 'utf8');
-      for (const [guard, [schema, field]] of Object.entries(GUARDS)) {
-        const original = `const ${guard} = (value) => ${schema}.safeParse(value).success;`;
-        if (!contents.includes(original)) {
-          console.warn(
-            `build: ${guard} not found in ${args.path}; the SDK's message guards are left as they are`,
-          );
-          return undefined;
-        }
-        contents = contents.replace(
-          original,
-          `const ${guard} = (value) => typeof value === 'object' && value !== null && ${field} && ${schema}.safeParse(value).success;`,
-        );
-      }
-      return { contents, loader: 'js' };
-    });
-  },
-};
-
 // Chunk names carry content hashes: old ones would pile up beside the new.
 rmSync('dist/chunks', { recursive: true, force: true });
 
+// The SDK's code is patched (scripts/sdk-patches.mjs); a patch that no longer applies is an error, which
+// esbuild prints (naming the patch, the file and the text expected), and the build stops there.
 await build({
   // The validation worker is a thread of its own (regex and JSON Schema checks under a time budget);
   // ValidationEngine finds it beside cli.js. So does the SQLite store its checkpoint thread.
@@ -120,7 +46,7 @@ await build({
     'record-shipped': 'src/workflows/record-shipped.ts',
   },
   define: { __WORKFLOWLOOKUP_CHECKER_ID__: JSON.stringify(checkerId()) },
-  plugins: [lazySdkValidator, sdkGuards],
+  plugins: [lazySdkValidator(), messageGuards()],
   outdir: 'dist',
   entryNames: '[name]',
   chunkNames: 'chunks/[name]-[hash]',
@@ -139,6 +65,13 @@ await build({
     js: "#!/usr/bin/env node\nimport { createRequire as __wlCreateRequire } from 'node:module';\nconst require = __wlCreateRequire(import.meta.url);",
   },
   logLevel: 'warning',
+}).catch((error) => {
+  // esbuild has printed its errors already.
+  if (Array.isArray(error?.errors) && error.errors.length > 0) {
+    console.error(`build: failed with ${error.errors.length} error(s); dist/ is incomplete`);
+    process.exit(1);
+  }
+  throw error;
 });
 
 // The bundled workflows' checked definitions, keyed by content hash (src/workflows/shipped-definitions.ts):

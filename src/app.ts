@@ -1,19 +1,22 @@
 /**
  * The composition root: the one place the program's objects are built. Named builders each make one
  * part from the configuration and the parts they are given (buildEngine, buildStore, buildDocuments,
- * buildRegistry, buildCatalogs, buildCheckPolicy, buildServices; buildProtocol wires the faces' tools,
- * resources and prompts to the protocol), and `createApp` composes them. Everything else takes what
- * `createApp` returns: stdio and HTTP, the dashboard (mounted, or standalone with the read-only SQLite
- * reader `services.readQueries`) and the CLI (`list` runs workflow_list through the app's runner;
- * `sources`, `validate` and `test` use the app's registry, check policy and workflow tests). Only the
- * CLI's store commands (migrate, export, import), which act on the store `--store` names, open one
- * themselves, through `openStoreAt`; and workflow tests build what a test needs of its own (a registry
- * over a folder no source reads, a scratch store per run). See docs/architecture.md.
+ * buildRegistry, buildCatalogs, buildCheckPolicy, buildServices, buildWorkflowTests; buildProtocol wires
+ * the faces' tools, resources and prompts to the protocol), and `createApp` composes them. Everything
+ * else takes what `createApp` returns: stdio and HTTP, the dashboard (mounted, or standalone with the
+ * read-only SQLite reader `services.readQueries`) and the CLI (`list` runs workflow_list through the
+ * app's runner; `sources`, `validate` and `test` use the app's registry, check policy and workflow
+ * tests). The process around the app (HTTP with /metrics, probes and the dashboard, stdio, OTLP, the
+ * drain) is src/serve.ts's, which `serve` and the in-process tests share. Only the CLI's store commands
+ * (migrate, export, import), which act on the store `--store` names, open one themselves, through
+ * `openStoreAt`. See docs/architecture.md.
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/server';
+import { buildCheckPolicy, loadOperatorChecks, type OperatorChecks } from './app/check-policy.js';
+import { buildWorkflowTests } from './app/workflow-tests.js';
 import { CatalogRegistry } from './catalogs/catalog-registry.js';
 import { CatalogService } from './catalogs/catalog-service.js';
 import { CommandStepRunner } from './catalogs/command-steps.js';
@@ -36,6 +39,7 @@ import { executionTools } from './faces/executions/executions-tools.js';
 import { guidanceTools } from './faces/guidance/guidance-tools.js';
 import type { PromptDefinition } from './faces/prompt.js';
 import type { ResourceDefinition } from './faces/resource.js';
+import { runWording } from './faces/runs/run-presenter.js';
 import { orchestrationTools, runTools } from './faces/runs/run-tools.js';
 import type { ToolDefinition } from './faces/tool.js';
 import { toolGroupsTool } from './faces/tool-groups.js';
@@ -59,6 +63,7 @@ import {
 import { DATABASE_FILE } from './store/sqlite/sqlite-file.js';
 import { setRequestScopes } from './telemetry/context.js';
 import { createLogger, type Logger, logLevelFrom } from './telemetry/log.js';
+import { Metrics } from './telemetry/metrics.js';
 import type { CheckPolicy } from './workflows/check.js';
 import { BUILD_CHECKER_ID, DefinitionCache } from './workflows/definition-cache.js';
 import { PersonaRegistry } from './workflows/personas.js';
@@ -70,6 +75,9 @@ import {
 } from './workflows/runtime-workflows.js';
 import { ShippedDefinitions } from './workflows/shipped-definitions.js';
 import type { WorkflowSource } from './workflows/sources.js';
+
+// Builders kept in files of their own (src/app/), exported with the others.
+export { buildCheckPolicy, buildWorkflowTests, loadOperatorChecks, type OperatorChecks };
 
 export interface AppOptions {
   /**
@@ -137,7 +145,10 @@ export interface AppServices {
   catalogs: CatalogRegistry;
   /** Catalogs as a service: imports, listings and calls, for the faces and the dashboard. */
   catalogService: CatalogService;
-  /** The policy definition checks apply (`workflowlookup validate`, list warnings): engine, env, personas. */
+  /**
+   * The one policy every definition check applies (`validate`, `list` warnings, the authoring and input
+   * tools and prompts): engine, env allow-list, personas, the operator's checks.
+   */
   checkPolicy: () => Promise<CheckPolicy>;
   /** The execution service; opens the store on first use. A store that cannot open is a storage error. */
   executions: () => Promise<ExecutionService>;
@@ -177,6 +188,11 @@ export interface App {
   /** Starts loading definitions and libraries in the background (after the handshake). */
   warmUp: () => void;
   log: Logger;
+  /**
+   * The app's instruments: the parts record through them, and `serve --http` attaches its Prometheus
+   * registry to them (one per app, as the logger is).
+   */
+  metrics: Metrics;
   /** Closes what was opened, newest first: servers, watchers, the store. */
   close: () => Promise<void>;
 }
@@ -210,7 +226,7 @@ export function buildEngine(options: Pick<AppOptions, 'validationWorker'> = {}):
  */
 export async function openStoreAt(
   target: string,
-  options: { log?: Logger; readOnly?: boolean } = {},
+  options: { log?: Logger; readOnly?: boolean; metrics?: Metrics } = {},
 ): Promise<ExecutionStore> {
   const { openExecutionStore } = await import('./store/open-store.js');
   return openExecutionStore(target, options);
@@ -226,10 +242,15 @@ export interface SharedStore {
 
 export function buildStore(
   config: Config,
-  options: { openStore?: AppOptions['openStore']; log: Logger },
+  options: { openStore?: AppOptions['openStore']; log: Logger; metrics?: Metrics },
 ): SharedStore {
   const openStore =
-    options.openStore ?? ((c: Config) => openStoreAt(c.databaseUrl ?? c.dataDir, { log: options.log }));
+    options.openStore ??
+    ((c: Config) =>
+      openStoreAt(c.databaseUrl ?? c.dataDir, {
+        log: options.log,
+        ...(options.metrics ? { metrics: options.metrics } : {}),
+      }));
   let store: ExecutionStore | undefined;
   const opening = onFirstUse(() => openStore(config).then((opened) => (store = opened)));
   return { open: opening.get, opened: () => store };
@@ -299,7 +320,7 @@ export function buildRegistry(
 /** Imported catalogs (files, or the database's documents), and what command steps and inputs need of them. */
 export function buildCatalogs(
   config: Config,
-  parts: { engine: ValidationEngine; documents?: RuntimeDocumentStore | undefined },
+  parts: { engine: ValidationEngine; documents?: RuntimeDocumentStore | undefined; metrics?: Metrics },
 ) {
   const catalogs = new CatalogRegistry(
     parts.documents ? new DatabaseCatalogStorage(parts.documents) : config.catalogsDir,
@@ -310,6 +331,7 @@ export function buildCatalogs(
     policy: new HostPolicy(config.allowPrivateHosts),
     allowUrlSources: config.allowUrlSources,
     cwd: config.cwd,
+    ...(parts.metrics ? { metrics: parts.metrics } : {}),
   });
   const commands = { runner: new CommandStepRunner(catalogService, parts.engine), catalogs };
   const inputs = new InputChecker({
@@ -318,21 +340,6 @@ export function buildCatalogs(
     allowedEnv: config.allowedEnv,
   });
   return { catalogs, catalogService, commands, inputs };
-}
-
-/** The policy every definition check applies: the app's engine, the env allow-list, the installed personas. */
-export function buildCheckPolicy(
-  config: Config,
-  parts: { engine: ValidationEngine; personas: PersonaRegistry },
-): () => Promise<CheckPolicy> {
-  return async () => {
-    await parts.personas.ready();
-    return {
-      engine: parts.engine,
-      allowedEnv: config.allowedEnvNames,
-      knownAgents: new Set(parts.personas.list().map((p) => p.name)),
-    };
-  };
 }
 
 /** A value built on first use, once; a failed build is tried again on the next call. */
@@ -366,26 +373,29 @@ export function buildServices(
     engine: ValidationEngine;
     catalogs: ReturnType<typeof buildCatalogs>;
     runtime: RuntimeWorkflows;
+    /** The operator's checks, read once (shared with the check policy). */
+    checks: () => Promise<OperatorChecks | undefined>;
     /** True when the store is the configured one (not a test's openStore): the dashboard may read beside it. */
     configuredStore: boolean;
     /** The app serves Streamable HTTP: checks run there only with WORKFLOWLOOKUP_HTTP_CHECKS. */
     servesHttp?: boolean | undefined;
     /** The clock approval timeouts are measured by (tests inject one). */
     clock?: (() => number) | undefined;
+    /** The app's instruments (step latency). */
+    metrics?: Metrics;
     log: Logger;
   },
 ) {
   const { store, registry, personas, engine, runtime, log } = parts;
   const { catalogs, commands, inputs } = parts.catalogs;
-  // The operator's checks (WORKFLOWLOOKUP_CHECKS_FILE), read when executions are first used.
+  // The operator's checks (WORKFLOWLOOKUP_CHECKS_FILE), read when executions (or the check policy) first need them.
   const loadChecks = async (secrets: readonly string[]) => {
-    if (config.checksFile === undefined) return undefined;
-    const { ConfiguredChecks, loadChecksFile } = await import('./executions/checks.js');
-    const file = config.checksFile;
+    const operator = await parts.checks();
+    if (operator === undefined) return undefined;
+    const { ConfiguredChecks } = await import('./executions/checks.js');
     return new ConfiguredChecks(
       {
-        file,
-        checks: loadChecksFile(file, dirname(file)),
+        ...operator,
         // A remote client's submission would make the server host run a command: HTTP needs consent.
         allowed: parts.servesHttp !== true || config.httpChecks,
       },
@@ -414,6 +424,7 @@ export function buildServices(
       allowedEnv: config.allowedEnv,
       inputs,
       approvers: config.approvers,
+      ...(parts.metrics ? { metrics: parts.metrics } : {}),
     });
   });
   // A store that cannot be opened is a storage error for the caller; the next call tries again.
@@ -427,20 +438,7 @@ export function buildServices(
     );
 
   // Workflow tests run executions through the same service, in a scratch store per run: loaded on first use.
-  const tests = onFirstUse(async () => {
-    const [{ WorkflowTests }, { openScratchStore }] = await Promise.all([
-      import('./executions/workflow-tests.js'),
-      import('./store/scratch-store.js'),
-    ]);
-    return new WorkflowTests({
-      registry,
-      personas,
-      engine,
-      allowedEnv: config.allowedEnv,
-      allowedEnvNames: config.allowedEnvNames,
-      scratchStore: openScratchStore,
-    });
-  });
+  const tests = onFirstUse(() => buildWorkflowTests(config, { registry, personas, engine }));
 
   // Tasks, runs and orchestrations sit on the execution service; built with it, on first use.
   const runs = onFirstUse(async () => {
@@ -456,6 +454,7 @@ export function buildServices(
       runtime,
       allowedEnv: config.allowedEnv,
       allowedEnvNames: config.allowedEnvNames,
+      wording: runWording,
       log,
     });
   });
@@ -494,15 +493,18 @@ export function buildServices(
 interface ProtocolParts {
   registry: WorkflowRegistry;
   engine: ValidationEngine;
-  personas: PersonaRegistry;
   catalogs: CatalogRegistry;
   catalogService: CatalogService;
   inputs: InputChecker;
+  /** The one policy every definition check applies (buildCheckPolicy). */
+  checkPolicy: () => Promise<CheckPolicy>;
   runtime: RuntimeWorkflows;
   executions: () => Promise<ExecutionService>;
   tests: () => Promise<WorkflowTests>;
   runServices: () => Promise<RunServices>;
   fixtures: ConformanceFixtures | undefined;
+  /** The app's instruments (tool calls). */
+  metrics?: Metrics;
   log: Logger;
 }
 
@@ -515,10 +517,10 @@ export function buildProtocol(config: Config, parts: ProtocolParts) {
   const {
     registry,
     engine,
-    personas,
     catalogs,
     catalogService,
     inputs,
+    checkPolicy,
     runtime,
     executions,
     tests,
@@ -534,17 +536,7 @@ export function buildProtocol(config: Config, parts: ProtocolParts) {
   const faces: [Profile, ToolDefinition[]][] = [
     ['guidance', guidanceTools({ registry, engine, catalogs, allowedEnv: config.allowedEnv })],
     ['executions', [...executionTools(executions), ...purge]],
-    [
-      'authoring',
-      authoringTools({
-        registry,
-        personas,
-        engine,
-        runtime,
-        allowedEnvNames: config.allowedEnvNames,
-        tests,
-      }),
-    ],
+    ['authoring', authoringTools({ registry, runtime, checkPolicy, tests })],
     [
       'automation',
       automationTools({
@@ -552,7 +544,8 @@ export function buildProtocol(config: Config, parts: ProtocolParts) {
         engine,
         catalogs: catalogService,
         allowedEnv: config.allowedEnv,
-        allowedEnvNames: config.allowedEnvNames,
+        checkPolicy,
+        inputs,
       }),
     ],
     ['tasks', [...runFace.filter((t) => !purge.includes(t)), ...orchestrationTools(runServices)]],
@@ -571,6 +564,7 @@ export function buildProtocol(config: Config, parts: ProtocolParts) {
       ...(fixtures ? fixtures.tools.map((t) => ({ ...t, groups: [fixtures.group] })) : []),
     ],
     log,
+    parts.metrics,
   );
   const groupNames: string[] = fixtures ? [...PROFILES, fixtures.group] : [...PROFILES];
   const groups = new Map<string, string[]>(
@@ -589,7 +583,7 @@ export function buildProtocol(config: Config, parts: ProtocolParts) {
     ...catalogResources(catalogService),
   ];
   // Prompts cost an agent nothing until asked for, and the tools they name stay callable: always served.
-  const prompts = authoringPrompts(registry, engine, guide, personas, inputs);
+  const prompts = authoringPrompts({ registry, guide, checkPolicy, inputs });
   const workflowIds = (prefix: string) => registry.ids(prefix);
 
   // Definitions are resources (manifests, workflow details): tell connected clients when they change.
@@ -671,9 +665,10 @@ export function buildProtocol(config: Config, parts: ProtocolParts) {
 
 export function createApp(config: Config, options: AppOptions = {}): App {
   const log = options.log ?? defaultLogger(config);
+  const metrics = new Metrics();
   const engine = buildEngine(options);
   // One store for executions and (PostgreSQL) what agents save, opened on first use, not at start-up.
-  const store = buildStore(config, { openStore: options.openStore, log });
+  const store = buildStore(config, { openStore: options.openStore, log, metrics });
   const shared = buildDocuments(config, store, log);
   const documents = shared?.documents;
   const registry = buildRegistry(config, {
@@ -688,9 +683,11 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     ? new DatabaseRuntimeWorkflows(shared.source.dir, shared.documents, registry)
     : new FileRuntimeWorkflows(config.runtimeDir, registry);
   const personas = new PersonaRegistry(config.agentDirs);
-  const catalogParts = buildCatalogs(config, { engine, documents });
+  const catalogParts = buildCatalogs(config, { engine, documents, metrics });
   const { catalogs, catalogService, inputs } = catalogParts;
-  const checkPolicy = buildCheckPolicy(config, { engine, personas });
+  // The operator's checks, read once on first use: what executions run and what the check policy knows.
+  const checks = onFirstUse(() => loadOperatorChecks(config)).get;
+  const checkPolicy = buildCheckPolicy(config, { engine, personas, checks });
   const built = buildServices(config, {
     store,
     registry,
@@ -698,24 +695,27 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     engine,
     catalogs: catalogParts,
     runtime,
+    checks,
     configuredStore: options.openStore === undefined,
     servesHttp: options.servesHttp,
     clock: options.clock,
+    metrics,
     log,
   });
   const { executions, tests, runServices } = built;
   const protocol = buildProtocol(config, {
     registry,
     engine,
-    personas,
     catalogs,
     catalogService,
     inputs,
+    checkPolicy,
     runtime,
     executions,
     tests,
     runServices,
     fixtures: options.conformanceFixtures,
+    metrics,
     log,
   });
   const { runner, tasks, servers } = protocol;
@@ -774,6 +774,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     onListChanged: protocol.onListChanged,
     warmUp,
     log,
+    metrics,
     close,
   };
 }

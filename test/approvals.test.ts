@@ -5,7 +5,8 @@ import { Client } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Decider, DecisionTarget, ExecutionService } from '../src/executions/execution-service.js';
 import { poster2026 } from './helpers/http-server.js';
-import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
+import { inProcessClient } from './helpers/in-process.js';
+import { inProcessHttp } from './helpers/in-process-http.js';
 import { postgresFor } from './helpers/postgres.js';
 import { CLI, callTool, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 

@@ -2,7 +2,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
+import { inProcessClient } from './helpers/in-process.js';
+import { inProcessHttp } from './helpers/in-process-http.js';
 import { callTool, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
 // One check run per continuation token: concurrent submissions of one token (a client that retries, two

@@ -5,7 +5,8 @@ import { pathToFileURL } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
+import { inProcessClient } from './helpers/in-process.js';
+import { inProcessHttp } from './helpers/in-process-http.js';
 import { CLI, callTool, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 import { apiSandbox } from './helpers/tasks-api.js';
 

@@ -121,3 +121,109 @@ describe.skipIf(pgServer.url === undefined)('the CLI on a PostgreSQL store', () 
     expect(sources.stdout).toMatch(/saved-in-db\s+database/);
   });
 });
+
+// One check policy (app.ts, buildCheckPolicy): `workflowlookup validate` and the authoring tools judge a
+// step's `verify: {check}` against the operator's checks file alike.
+describe('one check policy: a check the checks file does not define', () => {
+  const verified = [
+    'id: verified',
+    'name: Verified',
+    'description: Steps the server checks',
+    'version: 1.0.0',
+    'steps:',
+    '  - id: fix',
+    '    title: Fix it',
+    '    prompt: Fix the bug.',
+    '    verify: { check: unit-tests }',
+    '  - id: lint',
+    '    title: Lint it',
+    '    prompt: Tidy up.',
+    '    verify: { check: lint }',
+    '',
+  ].join('\n');
+
+  /** A sandbox whose checks file defines `unit-tests` only, and the workflow file to validate. */
+  function withChecks(configured: boolean) {
+    const box = sandbox();
+    const file = join(box.project, 'verified.yaml');
+    writeFileSync(file, verified);
+    const env: Record<string, string> = {};
+    if (configured) {
+      env.WORKFLOWLOOKUP_CHECKS_FILE = join(box.root, 'checks.json');
+      writeFileSync(
+        env.WORKFLOWLOOKUP_CHECKS_FILE,
+        JSON.stringify({ checks: { 'unit-tests': { command: process.execPath, args: ['-e', ''] } } }),
+      );
+    }
+    return { box, file, env };
+  }
+
+  it('with a checks file, validate and workflow_validate_manifest report the same knownCheck error; workflow_save refuses it', async () => {
+    const { box, file, env } = withChecks(true);
+    sb = box;
+    const printed = cli(box, ['validate', '--json', file], env);
+    expect(printed.code, printed.stderr).toBe(1);
+    const report = (JSON.parse(printed.stdout) as Json).files[0];
+    const unknown = {
+      path: '/steps/1/verify/check',
+      rule: 'knownCheck',
+      message: `step "lint" names check "lint", which the server's checks file does not define`,
+      actual: 'lint',
+      line: 13,
+      column: 15,
+    };
+    expect(report).toMatchObject({ valid: false, errors: [unknown] });
+
+    const { client, close } = await inProcessClient(box, env);
+    closers.push(close);
+    const checked = await callTool(client, 'workflow_validate_manifest', { content: verified });
+    expect(checked).toMatchObject({ valid: false, violations: report.errors, warnings: report.warnings });
+    expect(checked.errors).toEqual([
+      `/steps/1/verify/check (13:15): step "lint" names check "lint", which the server's checks file does not define`,
+    ]);
+    const saved = await callTool(client, 'workflow_save', { content: verified });
+    expect(saved.error.data).toMatchObject({
+      error_code: 'WORKFLOW_VALIDATION_FAILED',
+      violations: [unknown],
+    });
+    // The text form: the file fails, with the finding on its line.
+    const text = cli(box, ['validate', file], env);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain(
+      `FAIL  ${file}\n  /steps/1/verify/check (13:15): step "lint" names check "lint"`,
+    );
+  });
+
+  it('without a checks file, each step naming a check is a warning: valid, saved, and said to be unable to run here', async () => {
+    const { box, file, env } = withChecks(false);
+    sb = box;
+    const printed = cli(box, ['validate', '--json', file], env);
+    expect(printed.code, printed.stderr).toBe(0);
+    const report = (JSON.parse(printed.stdout) as Json).files[0];
+    expect(report.valid).toBe(true);
+    const warned = (report.warnings as Json[]).filter((w) => w.rule === 'knownCheck');
+    expect(warned.map((w) => [w.path, w.actual])).toEqual([
+      ['/steps/0/verify/check', 'unit-tests'],
+      ['/steps/1/verify/check', 'lint'],
+    ]);
+    expect(warned[0]?.message).toContain('cannot run here: this server has no checks');
+
+    const { client, close } = await inProcessClient(box, env);
+    closers.push(close);
+    const checked = await callTool(client, 'workflow_validate_manifest', { content: verified });
+    expect(checked).toMatchObject({ valid: true, warnings: report.warnings });
+    const saved = await callTool(client, 'workflow_save', { content: verified });
+    expect(saved).toMatchObject({ workflow_id: 'verified', warnings: report.warnings });
+  });
+
+  it('validate refuses a checks file that cannot be used, as serve does (exit 2, the setting named)', () => {
+    const { box, file } = withChecks(false);
+    sb = box;
+    const broken = join(box.root, 'broken.yaml');
+    writeFileSync(broken, 'checks: [unclosed');
+    const printed = cli(box, ['validate', file], { WORKFLOWLOOKUP_CHECKS_FILE: broken });
+    expect(printed.code).toBe(2);
+    expect(printed.stderr).toContain('WORKFLOWLOOKUP_CHECKS_FILE');
+    expect(printed.stderr).toContain('not valid YAML');
+  });
+});

@@ -10,6 +10,7 @@ import {
   type SumMetricData,
 } from '@opentelemetry/sdk-metrics';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Metrics } from '../src/telemetry/metrics.js';
 import { startOtelMetrics } from '../src/telemetry/otel-metrics.js';
 import { createPrometheus, type MetricSources } from '../src/telemetry/prometheus.js';
 import { setupOtelMetrics } from '../src/telemetry/setup.js';
@@ -42,7 +43,13 @@ const byName = (metrics: MetricData[], name: string) => {
 
 describe('metrics over OTLP (OpenTelemetry SDK reading the Prometheus registry)', () => {
   it("a step's latency histogram, the request counter and the gauges arrive as OTel data", async () => {
-    const prometheus = createPrometheus(SOURCES);
+    const sb = sandbox();
+    cleanups.push(() => sb.cleanup());
+    writeFileSync(join(sb.runtime, 'metered.yaml'), WORKFLOW);
+    const { client, close, app } = await inProcessClient(sb);
+    cleanups.push(close);
+    // The app's own instruments record into this registry (one per app, never a process-wide one).
+    const prometheus = createPrometheus(SOURCES, app.metrics);
     cleanups.push(() => prometheus.close());
     const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
     const otel = startOtelMetrics({ OTEL_SERVICE_NAME: 'wl-metrics' }, prometheus.registry, {
@@ -52,11 +59,6 @@ describe('metrics over OTLP (OpenTelemetry SDK reading the Prometheus registry)'
     });
     cleanups.push(() => otel.shutdown());
 
-    const sb = sandbox();
-    cleanups.push(() => sb.cleanup());
-    writeFileSync(join(sb.runtime, 'metered.yaml'), WORKFLOW);
-    const { client, close } = await inProcessClient(sb);
-    cleanups.push(close);
     const started = await callTool(client, 'workflow_start', { workflow_id: 'metered' });
     await callTool(client, 'workflow_next_step', { token: tokenOf(started), output: { summary: 'done' } });
 
@@ -98,7 +100,11 @@ describe('metrics over OTLP (OpenTelemetry SDK reading the Prometheus registry)'
   });
 
   it('made-up methods and tools arrive as one `unknown` attribute value; no attribute is longer than an echoed name', async () => {
-    const prometheus = createPrometheus(SOURCES);
+    const sb = sandbox();
+    cleanups.push(() => sb.cleanup());
+    const { client, close, app } = await inProcessClient(sb);
+    cleanups.push(close);
+    const prometheus = createPrometheus(SOURCES, app.metrics);
     cleanups.push(() => prometheus.close());
     const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
     const otel = startOtelMetrics({}, prometheus.registry, {
@@ -107,10 +113,6 @@ describe('metrics over OTLP (OpenTelemetry SDK reading the Prometheus registry)'
       intervalMs: 3_600_000,
     });
     cleanups.push(() => otel.shutdown());
-    const sb = sandbox();
-    cleanups.push(() => sb.cleanup());
-    const { client, close } = await inProcessClient(sb);
-    cleanups.push(close);
     // 20 methods and 20 tools nobody serves, 50 KB each and each distinct.
     for (let i = 0; i < 20; i++) {
       await expect(
@@ -147,7 +149,7 @@ describe('metrics over OTLP (OpenTelemetry SDK reading the Prometheus registry)'
     let asked = 0;
     const registry = async () => {
       asked++;
-      return createPrometheus(SOURCES).registry;
+      return createPrometheus(SOURCES, new Metrics()).registry;
     };
     expect(await setupOtelMetrics({}, registry, { version: 't' })).toBeUndefined();
     expect(await setupOtelMetrics({ OTEL_SERVICE_NAME: 'x' }, registry, { version: 't' })).toBeUndefined();

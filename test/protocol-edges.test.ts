@@ -12,7 +12,8 @@ import * as z from 'zod';
 import type { AppOptions } from '../src/app.js';
 import { conformanceFixtures } from '../src/protocol/conformance-fixtures.js';
 import { poster2026 } from './helpers/http-server.js';
-import { inProcessClient, inProcessHttp } from './helpers/in-process.js';
+import { inProcessClient } from './helpers/in-process.js';
+import { inProcessHttp } from './helpers/in-process-http.js';
 import { CLI, type Sandbox, sandbox, twoSteps } from './helpers/server.js';
 
 type Json = Record<string, any>;

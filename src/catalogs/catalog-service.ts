@@ -3,6 +3,7 @@ import { fail } from '../engine/errors.js';
 import type { ProviderOutcome } from '../engine/inputs.js';
 import { renderPreview } from '../engine/templating.js';
 import type { InputSpec } from '../model/workflow.js';
+import type { Metrics } from '../telemetry/metrics.js';
 import {
   type CatalogConfig,
   type CatalogRegistry,
@@ -33,6 +34,8 @@ export interface CatalogServiceOptions {
   allowUrlSources: boolean;
   /** Relative source paths are resolved against it. */
   cwd: string;
+  /** The app's instruments (command calls by status class). */
+  metrics?: Metrics;
 }
 
 export interface SourceRef {
@@ -313,14 +316,20 @@ export class CatalogService {
   call(
     catalog: LoadedCatalog,
     command: CatalogCommand,
-    options: Omit<CallOptions, 'env' | 'policy' | 'secrets'>,
+    options: Omit<CallOptions, 'env' | 'policy' | 'secrets' | 'metrics'>,
   ): Promise<CommandResult> {
-    const { env, policy, registry } = this.options;
+    const { env, policy, registry, metrics } = this.options;
     const secrets = configuredSecrets(
       registry.all().map((c) => c.config.auth),
       env,
     );
-    return callCommand(this.target(catalog), command, { ...options, env, policy, secrets });
+    return callCommand(this.target(catalog), command, {
+      ...options,
+      env,
+      policy,
+      secrets,
+      ...(metrics ? { metrics } : {}),
+    });
   }
 
   /** The catalog as the runner sees it: the origin its credential is bound to right now. */

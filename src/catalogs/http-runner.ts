@@ -1,5 +1,5 @@
 import { terminalSafe, terminalSafeValue } from '../engine/terminal-text.js';
-import { metrics } from '../telemetry/metrics.js';
+import { type Metrics, NO_METRICS } from '../telemetry/metrics.js';
 import { injectTraceHeaders, inSpan, SpanKind } from '../telemetry/trace.js';
 import {
   type CatalogAuth,
@@ -86,6 +86,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Told about every request made (each retry is one), for the record. */
   onRequest?: (call: HttpCall) => void;
+  /** The app's instruments (calls by status class); default: nothing recorded. */
+  metrics?: Metrics;
 }
 
 const MAX_REDIRECTS = 3;
@@ -189,6 +191,7 @@ export function callCommand(
   command: CatalogCommand,
   options: CallOptions,
 ): Promise<CommandResult> {
+  const metrics = options.metrics ?? NO_METRICS;
   const started = metrics.start();
   // A client span (retries and redirects inside it); the W3C trace context goes out in the headers.
   return inSpan(

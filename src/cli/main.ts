@@ -8,10 +8,10 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { type App, createApp, openStoreAt } from '../app.js';
+import { type App, createApp, loadOperatorChecks, openStoreAt } from '../app.js';
 import {
   type Config,
   ConfigError,
@@ -28,13 +28,12 @@ import { localCaller } from '../executions/execution-model.js';
 import { existingTokenSecret, type SigningSecret, secretFingerprint } from '../executions/tokens.js';
 import type { Violation } from '../model/violation.js';
 import { workflowJsonSchema } from '../model/workflow.js';
+import { type HttpServing, serveProcess } from '../serve.js';
 import { isPostgresUrl } from '../store/open-store.js';
 import { DATABASE_FILE, refuseDamagedFile, StoreFileError } from '../store/sqlite/sqlite-file.js';
 import type { ExportHeader } from '../store/transfer.js';
-import { setupOtelMetrics, setupTracing } from '../telemetry/setup.js';
+import { setupTracing } from '../telemetry/setup.js';
 import { addToken, listTokens, parseScopes, removeToken } from '../transports/http-auth.js';
-import { drainSeconds, metricSources, type Observability } from '../transports/observability.js';
-import { serveAppOnStdio } from '../transports/stdio.js';
 import type { StdioPrelude } from '../transports/stdio-prelude.js';
 import {
   type CheckPolicy,
@@ -115,8 +114,11 @@ async function validateFiles(files: string[], options: ConfigOptions, json: bool
     process.stderr.write('validate: name at least one workflow file\n');
     return 2;
   }
-  // The server's check policy (engine, env allow-list, personas), from the one composition root.
-  const app = createApp(loadConfig(options), { watch: false });
+  const config = loadConfig(options);
+  // The steps' checks are looked up in the operator's checks file, which must be usable (as for serve).
+  await refuseUnusableChecks(config);
+  // The server's check policy (engine, env allow-list, personas, checks), from the one composition root.
+  const app = createApp(config, { watch: false });
   const reports: (FileReport & { file: string })[] = [];
   try {
     const policy = await app.services.checkPolicy();
@@ -239,28 +241,29 @@ function init(): number {
   return 0;
 }
 
+/** A checks file that cannot be used is a setting that cannot work: refused before anything runs. */
+async function refuseUnusableChecks(config: Config): Promise<void> {
+  try {
+    await loadOperatorChecks(config);
+  } catch (error) {
+    throw new ConfigError(`WORKFLOWLOOKUP_CHECKS_FILE: ${(error as Error).message}`);
+  }
+}
+
+/** The stdio prelude that answered the client while this module loaded (entry.ts), if any. */
+let prelude: StdioPrelude | undefined;
+
 /**
  * Serves MCP until the clients leave or a signal arrives: stdio by default, Streamable HTTP with
  * `--http`, both with `--http --stdio`. Exits once everything opened is closed and stdout drained.
  */
-/** The stdio prelude that answered the client while this module loaded (entry.ts), if any. */
-let prelude: StdioPrelude | undefined;
-
 async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
   const config = loadConfig(options);
   checkSharedSecret(config);
   refuseDamagedFile(join(config.dataDir, DATABASE_FILE));
   const withHttp = flags.http === true;
   const withStdio = !withHttp || flags.stdio === true;
-  if (config.checksFile !== undefined) {
-    // A checks file that cannot be used is a setting that cannot work: refused before serving anything.
-    const { loadChecksFile } = await import('../executions/checks.js');
-    try {
-      loadChecksFile(config.checksFile, dirname(config.checksFile));
-    } catch (error) {
-      throw new ConfigError(`WORKFLOWLOOKUP_CHECKS_FILE: ${(error as Error).message}`);
-    }
-  }
+  await refuseUnusableChecks(config);
   const settings = withHttp ? loadHttpSettings(config, httpFlags(flags)) : undefined;
   if (flags['conformance-fixtures'] && !withHttp) {
     throw new UsageError('serve', '--conformance-fixtures needs --http (the suite speaks Streamable HTTP)');
@@ -274,102 +277,50 @@ async function serve(options: ConfigOptions, flags: Flags): Promise<number> {
         }
       : {}),
   });
-  // OpenTelemetry's SDK is loaded only when OTEL_* variables ask for traces (telemetry/setup.ts).
-  const tracing = await setupTracing(config.env, { version: config.version }, (m) => app.log.warn(m));
-  const stops: (() => void)[] = [];
-  const finished: Promise<void>[] = [];
-  let observability: Observability | undefined;
-  if (settings) {
-    const { startHttp } = await import('../transports/http.js');
-    const { startObservability } = await import('../transports/observability.js');
-    observability = await startObservability(app);
-    // The dashboard (and its pages) load only with --http, never on the stdio start-up path.
-    const dashboard = settings.dashboard
-      ? (await import('../dashboard/sign-in.js')).dashboardMount(app)
-      : undefined;
-    const http = await startHttp(app, settings, {
-      mounts: { '/metrics': observability.metricsMount, ...(dashboard ? { '/dashboard': dashboard } : {}) },
-      probes: observability.probes,
-    });
-    observability.attach(http);
-    const dashboardUrl = dashboard ? String(new URL('/dashboard/', http.url)) : undefined;
-    const metricsUrl = observability.metricsUrl ? `${observability.metricsUrl}/metrics` : undefined;
-    if (process.stderr.isTTY) {
-      process.stderr.write(
-        `workflowlookup ${config.version}: MCP over Streamable HTTP at ${http.url}\n${dashboardUrl ? `workflowlookup: dashboard at ${dashboardUrl}\n` : ''}${metricsUrl ? `workflowlookup: metrics at ${metricsUrl}\n` : ''}`,
-      );
-    } else {
-      // Off a terminal stderr is read by log shippers (and by scripts after the port): the
-      // announcement is one JSON line like every other event, its addresses as fields.
-      app.log.info(
-        {
-          version: config.version,
-          mcp_url: http.url,
-          ...(dashboardUrl ? { dashboard_url: dashboardUrl } : {}),
-          ...(metricsUrl ? { metrics_url: metricsUrl } : {}),
-        },
-        `MCP over Streamable HTTP at ${http.url}${dashboardUrl ? `, dashboard at ${dashboardUrl}` : ''}${metricsUrl ? `, metrics at ${metricsUrl}` : ''}`,
-      );
-    }
-    let done: () => void = () => undefined;
-    finished.push(new Promise<void>((resolve) => (done = resolve)));
-    stops.push(() => void http.close().then(done, done));
-    app.warmUp();
-  }
-  // Metrics over OTLP when OTEL_* asks for them: the registry behind /metrics, or (stdio only) one
-  // made for the exporter alone; neither prom-client nor the SDK is loaded otherwise.
-  const otelMetrics = await setupOtelMetrics(
-    config.env,
-    async () =>
-      observability?.registry ??
-      (await import('../telemetry/prometheus.js')).createPrometheus(metricSources(app, () => new Map()))
-        .registry,
-    { version: config.version },
-    (m) => app.log.warn(m),
-  );
-  if (withStdio) {
-    if (process.stdin.isTTY && !withHttp) {
-      process.stderr.write(
-        `workflowlookup ${config.version}: MCP server on stdio; waiting for a client (Ctrl-C to quit)\n`,
-      );
-    }
-    const stdio = serveAppOnStdio(app, {
-      closeApp: !withHttp,
-      ...(prelude ? { prelude: prelude.handoff() } : {}),
-    });
-    finished.push(stdio.done);
-    // With HTTP as well, the end of stdin ends only the stdio client's connection.
-    stops.push(stdio.stop);
-  }
-  const stopNow = () => {
-    for (const s of stops) s();
-  };
-  // SIGTERM: /readyz answers 503 at once; with WORKFLOWLOOKUP_DRAIN_SECONDS the server keeps serving
-  // that long (a load balancer stops sending work) before it closes. A second signal closes at once.
-  const drainMs = settings ? drainSeconds(config.env) * 1000 : 0;
-  let draining: NodeJS.Timeout | undefined;
-  const stop = () => {
-    observability?.health.drain();
-    if (drainMs > 0 && draining === undefined) {
-      app.log.info(`draining: closing in ${drainMs / 1000} s (signal again to close now)`);
-      draining = setTimeout(stopNow, drainMs);
-      return;
-    }
-    clearTimeout(draining);
-    stopNow();
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  // The process around the app (HTTP, /metrics, probes, the dashboard, OTLP, stdio, the drain) is the
+  // composition root's (src/serve.ts); the CLI only says where it listens.
+  const started = prelude;
+  const serving = await serveProcess(app, {
+    http: settings,
+    stdio: withStdio ? { prelude: started && (() => started.handoff()) } : undefined,
+    onListening: (http) => announce(app, http),
+    onStdio: () => {
+      if (process.stdin.isTTY && !withHttp) {
+        process.stderr.write(
+          `workflowlookup ${config.version}: MCP server on stdio; waiting for a client (Ctrl-C to quit)\n`,
+        );
+      }
+    },
+  });
+  process.on('SIGTERM', serving.stop);
+  process.on('SIGINT', serving.stop);
   process.stdout.on('error', () => undefined);
-  await Promise.all(finished);
-  // The metrics as they stand are exported while the store their gauges read is still open.
-  await otelMetrics?.shutdown().catch((error: unknown) => app.log.warn(`metrics: ${String(error)}`));
-  await observability?.close();
-  await app.close();
-  // Spans still buffered are exported before the process ends.
-  await tracing?.shutdown().catch((error: unknown) => app.log.warn(`traces: ${String(error)}`));
+  await serving.done;
   await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
   process.exit(0);
+}
+
+/** Where `serve --http` listens: lines for a person at a terminal, else one JSON log line. */
+function announce(app: App, http: HttpServing): void {
+  const { version } = app.config;
+  const { url, dashboardUrl, metricsUrl } = http;
+  if (process.stderr.isTTY) {
+    process.stderr.write(
+      `workflowlookup ${version}: MCP over Streamable HTTP at ${url}\n${dashboardUrl ? `workflowlookup: dashboard at ${dashboardUrl}\n` : ''}${metricsUrl ? `workflowlookup: metrics at ${metricsUrl}\n` : ''}`,
+    );
+    return;
+  }
+  // Off a terminal stderr is read by log shippers (and by scripts after the port): the announcement is
+  // one JSON line like every other event, its addresses as fields.
+  app.log.info(
+    {
+      version,
+      mcp_url: url,
+      ...(dashboardUrl ? { dashboard_url: dashboardUrl } : {}),
+      ...(metricsUrl ? { metrics_url: metricsUrl } : {}),
+    },
+    `MCP over Streamable HTTP at ${url}${dashboardUrl ? `, dashboard at ${dashboardUrl}` : ''}${metricsUrl ? `, metrics at ${metricsUrl}` : ''}`,
+  );
 }
 
 /**

@@ -17,6 +17,7 @@ import * as z from 'zod';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { annotate, defineTool, type ToolDefinition } from '../faces/tool.js';
 import { isModern } from './client-requests.js';
+import { requestHandler } from './sdk-internals.js';
 
 // The reference fixtures of the official MCP conformance suite (@modelcontextprotocol/conformance),
 // served by `serve --http --conformance-fixtures` only, never by default: the tools, prompts and
@@ -215,19 +216,12 @@ const asking =
     }
   };
 
-type Handler = (request: unknown, ctx: ServerContext) => Promise<Record<string, unknown>>;
-/** The handler a method has now (the SDK's, or ours), to put a fixture's own check in front of it. */
-const sdkHandler = (server: McpServer, method: string) =>
-  (server.server as unknown as { _getRequestHandler(m: string): Handler | undefined })._getRequestHandler(
-    method,
-  );
-
 /**
  * The SDK turns anything a tool handler throws into a tool error result; two fixtures must answer
  * with a JSON-RPC error instead, so they are checked here, in front of the SDK's tools/call.
  */
 function preflight(server: McpServer): void {
-  const sdkCall = sdkHandler(server, 'tools/call');
+  const sdkCall = requestHandler(server.server, 'tools/call');
   if (sdkCall === undefined) return;
   server.server.setRequestHandler(
     'tools/call',
@@ -247,7 +241,7 @@ function preflight(server: McpServer): void {
           throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'requestState integrity check failed');
         }
       }
-      return sdkCall({ jsonrpc: '2.0', id: ctx.mcpReq.id, method: 'tools/call', params }, ctx) as never;
+      return sdkCall(params, ctx) as never;
     },
   );
 }
@@ -258,11 +252,11 @@ function preflight(server: McpServer): void {
  */
 function subscribable(server: McpServer): void {
   for (const method of ['resources/subscribe', 'resources/unsubscribe'] as const) {
-    const ours = sdkHandler(server, method);
+    const ours = requestHandler(server.server, method);
     if (ours === undefined) continue;
     server.server.setRequestHandler(method, async (request, ctx) => {
       if (request.params.uri.startsWith('test://')) return {};
-      return ours({ jsonrpc: '2.0', id: ctx.mcpReq.id, method, params: request.params }, ctx) as never;
+      return ours(request.params, ctx) as never;
     });
   }
 }

@@ -15,7 +15,7 @@ import type { PromptDefinition } from '../faces/prompt.js';
 import type { ResourceDefinition } from '../faces/resource.js';
 import type { ToolContext, ToolDefinition } from '../faces/tool.js';
 import type { Logger } from '../telemetry/log.js';
-import { metrics } from '../telemetry/metrics.js';
+import { type Metrics, NO_METRICS } from '../telemetry/metrics.js';
 import { ATTR, failed, inSpan, tracingEnabled } from '../telemetry/trace.js';
 import { canonicalArguments } from './aliases.js';
 import {
@@ -39,6 +39,7 @@ import { principalOf } from './principal.js';
 import { flatVariables, ResourceIndex } from './resource-match.js';
 import type { DirectCall, DirectHandler } from './rules.js';
 import { hasScope, resourceScope } from './scopes.js';
+import { requestHandler, withoutPrototypes } from './sdk-internals.js';
 import { installTasks, type TaskDriver } from './tasks-protocol.js';
 import { toolResult } from './tool-result.js';
 import type { ToolSwitch } from './tool-switch.js';
@@ -75,7 +76,12 @@ export interface ToolRunner {
   run(name: string, params: unknown, ctx: ToolContext): Promise<{ result: unknown } | { error: RpcError }>;
 }
 
-export function createToolRunner(tools: readonly ToolDefinition[], log: Logger): ToolRunner {
+export function createToolRunner(
+  tools: readonly ToolDefinition[],
+  log: Logger,
+  /** The app's instruments (tool calls by outcome); default: nothing recorded. */
+  metrics: Metrics = NO_METRICS,
+): ToolRunner {
   const byName = new Map(tools.map((t) => [t.name, t]));
   const runTool = async (
     tool: ToolDefinition,
@@ -597,24 +603,6 @@ function subscriptions(
   };
 }
 
-/**
- * The SDK keeps its tools, prompts and resources in plain objects and looks them up with the client's
- * text: without a prototype, `constructor` or `__proto__` is not found there (instead of being taken
- * for a registered entry).
- */
-function withoutPrototypes(server: McpServer): void {
-  const registries = server as unknown as Record<string, object>;
-  for (const name of [
-    '_registeredTools',
-    '_registeredPrompts',
-    '_registeredResources',
-    '_registeredResourceTemplates',
-  ]) {
-    const registry = registries[name];
-    if (registry !== undefined) Object.setPrototypeOf(registry, null);
-  }
-}
-
 /** Builds the SDK server with every tool, resource and prompt registered. */
 export function createMcpServer(parts: ServerParts): McpServer {
   const { principal, runner, resources, prompts, workflowIds, version } = parts;
@@ -732,11 +720,6 @@ export function createMcpServer(parts: ServerParts): McpServer {
   return server;
 }
 
-type ListHandler = (
-  request: unknown,
-  ctx: unknown,
-) => Promise<{ tools: { name: string; _meta?: Record<string, unknown> }[] }>;
-
 /** The MCP Apps extension (spec 2026-01-26) a host declares when it renders ui:// views. */
 const APPS_EXTENSION = 'io.modelcontextprotocol/ui';
 
@@ -747,17 +730,18 @@ function withoutAppLinks<T extends { _meta?: Record<string, unknown> }>(tool: T)
   return (Object.keys(rest).length > 0 ? { ...plain, _meta: rest } : plain) as T;
 }
 
+/** What the SDK's tools/list answers, as far as the wrapper below reads it. */
+type ListedTools = { tools: { name: string; _meta?: Record<string, unknown> }[] };
+
 /** tools/list shows the connection's listed groups (and fixtures); every registered tool stays callable. */
 function listOnly(server: McpServer, tools: ToolSwitch, fixtures: ReadonlySet<string>): void {
-  const sdkList = (
-    server.server as unknown as { _getRequestHandler(m: string): ListHandler | undefined }
-  )._getRequestHandler('tools/list');
+  const sdkList = requestHandler<ListedTools>(server.server, 'tools/list');
   if (sdkList === undefined) return;
   server.server.setRequestHandler('tools/list', async (request, ctx) => {
-    const listed = await sdkList(request, ctx);
+    const listed = await sdkList(request.params, ctx);
     const shown = listed.tools.filter((t) => tools.listed(t.name) || fixtures.has(t.name));
     // The MCP Apps links are for hosts that render views: other clients would only pay for the bytes.
-    const apps = declaresExtension(server, ctx as ServerContext, APPS_EXTENSION);
+    const apps = declaresExtension(server, ctx, APPS_EXTENSION);
     return { ...listed, tools: apps ? shown : shown.map(withoutAppLinks) } as never;
   });
   tools.onChange = () => {

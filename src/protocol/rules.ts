@@ -11,7 +11,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { inRequestScope } from '../telemetry/context.js';
 import type { Logger } from '../telemetry/log.js';
-import { ECHOED_NAME_CHARS, metrics, UNKNOWN_NAME } from '../telemetry/metrics.js';
+import { ECHOED_NAME_CHARS, type Metrics, NO_METRICS, UNKNOWN_NAME } from '../telemetry/metrics.js';
 import { ATTR, answerFailure, type OpenSpan, startRequestSpan } from '../telemetry/trace.js';
 import { RpcCode, type RpcError } from './error-mapping.js';
 import { hasScope, type Scope, type ScopeTables, scopeFor } from './scopes.js';
@@ -118,6 +118,8 @@ export interface RulesOptions {
    * loads, then replays it so the SDK learns the client): they are served, their answers not written.
    */
   answered?: ReadonlySet<Id>;
+  /** The app's instruments (requests by method and tool); default: nothing recorded. */
+  metrics?: Metrics;
   log?: Logger;
 }
 
@@ -162,7 +164,10 @@ export class ProtocolRules implements Transport {
   private ended = false;
   private closed = false;
 
+  private readonly metrics: Metrics;
+
   constructor(private readonly opts: RulesOptions) {
+    this.metrics = opts.metrics ?? NO_METRICS;
     const { channel } = opts;
     channel.onmessage = (message, extra) => this.receive(message, extra);
     channel.onunreadable = (error) => this.enqueue({ kind: 'reply', msg: errorMessage(null, error) });
@@ -269,7 +274,12 @@ export class ProtocolRules implements Transport {
       p.tool === undefined || (this.opts.tools ?? this.opts.directMethods).has(p.tool)
         ? p.tool
         : UNKNOWN_NAME;
-    metrics.request(this.serves(p, msg) ? p.method : UNKNOWN_NAME, tool, failure !== undefined, p.started);
+    this.metrics.request(
+      this.serves(p, msg) ? p.method : UNKNOWN_NAME,
+      tool,
+      failure !== undefined,
+      p.started,
+    );
     p.span?.end(failure);
     p.span = undefined;
   }
@@ -382,7 +392,7 @@ export class ProtocolRules implements Transport {
       holding: this.opts.ordered,
       cancelled: false,
       abort: new AbortController(),
-      started: metrics.start(),
+      started: this.metrics.start(),
       span: undefined,
       tool: method === 'tools/call' && typeof params?.name === 'string' ? params.name : undefined,
       served: false,

@@ -33,6 +33,7 @@ import {
   toToolErrorResult,
 } from './error-mapping.js';
 import { DEFAULT_LIMITS, type Limits, Quota } from './limits.js';
+import { requestHandler } from './sdk-internals.js';
 import { toolResult } from './tool-result.js';
 
 /** `_meta` keys we add: the run a task drives, and the §10.4 status snapshot. */
@@ -375,21 +376,15 @@ export function installTasks(server: McpServer, wiring: TaskWiring): void {
 
   // --- tools/call: task tools become tasks; everything else goes to the SDK's own handler ---
 
-  const sdkToolsCall = (
-    server.server as unknown as {
-      _getRequestHandler(
-        method: string,
-      ): (request: unknown, ctx: ServerContext) => Promise<Record<string, unknown>>;
-    }
-  )._getRequestHandler('tools/call');
+  const sdkToolsCall = requestHandler(server.server, 'tools/call');
+  if (sdkToolsCall === undefined) throw new Error('installTasks: the SDK server has no tools/call handler');
   server.server.setRequestHandler(
     'tools/call',
     {
       params: ToolCallParams,
     },
     async (params, ctx) => {
-      const delegate = () =>
-        sdkToolsCall({ jsonrpc: '2.0', id: ctx.mcpReq.id, method: 'tools/call', params }, ctx);
+      const delegate = () => sdkToolsCall(params, ctx);
       const tool = byName.get(params.name);
       const modern = isModern(ctx);
       if (tool?.task === undefined) {

@@ -4,7 +4,13 @@ import { DomainFailure, fail } from '../engine/errors.js';
 import { type InputResolution, resolveInputs } from '../engine/inputs.js';
 import { type ExecutionState, isTerminal, TERMINAL_STATES } from '../engine/state-machine.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
-import type { Caller, CommandRun, CommandWait, CurrentState } from '../executions/execution-model.js';
+import type {
+  Caller,
+  CommandRun,
+  CommandWait,
+  CurrentState,
+  StepView,
+} from '../executions/execution-model.js';
 import type { ExecutionService } from '../executions/execution-service.js';
 import type { Workflow } from '../model/workflow.js';
 import type { ExecutionStore, PurgeCounts } from '../store/execution-store.js';
@@ -22,6 +28,25 @@ const BUSY_RECHECK_MS = 5000;
 /** The finished states (the state machine's list, kept under the name the run tools know). */
 export const TERMINAL_EXECUTION_STATES = TERMINAL_STATES;
 
+/** An agent step a run waits on, for its status to word. */
+export interface AgentStepWait {
+  /** The step's title. */
+  title: string;
+  /** Why the last answer was refused, when it was. */
+  issues: string[] | undefined;
+  /** The client answers through the task's input requests (it declared elicitation). */
+  elicitation: boolean;
+  /** The continuation token that submits the step. */
+  token: string;
+  view: StepView;
+}
+
+/** How a run's status names the calls an agent makes: the runs face's wording (faces/runs/run-presenter.ts). */
+export interface RunWording {
+  /** While a run waits on an agent step: the summary, and the call that submits the step. */
+  waitingForAgent(step: AgentStepWait): { summary: string; next: NonNullable<RunSnapshot['next']> };
+}
+
 export interface RunDeps {
   executions: ExecutionService;
   store: ExecutionStore;
@@ -30,6 +55,8 @@ export interface RunDeps {
   engine: ValidationEngine;
   allowedEnv: Record<string, string>;
   allowedEnvNames: ReadonlySet<string>;
+  /** The face's wording of what an agent does next (a service never writes a tool call). */
+  wording: RunWording;
   log?: Logger;
 }
 
@@ -285,8 +312,8 @@ export class RunService {
 
   /**
    * One agent step: the run is input_required with the step's guidance until the agent answers, either
-   * through the task's elicitation (when the client declared it) or by submitting the step itself with
-   * workflow_next_step. Returns the validation issues of a rejected answer (asked again, with them).
+   * through the task's elicitation (when the client declared it) or by submitting the step itself (the
+   * call the status names). Returns the validation issues of a rejected answer (asked again, with them).
    */
   private async agentStep(
     workflow: Workflow,
@@ -302,19 +329,18 @@ export class RunService {
     const token = cur.token as string;
     const fields = contextFields(workflow, view.step_name);
     const before = await this.fingerprint(runId);
-    await waiting(
-      `waiting for the agent on step "${view.step.title}"${issues ? ` (last answer rejected: ${issues.join('; ')})` : ''}: ${
-        handle.can.elicitation ? 'answer the input request, or call' : 'do the step, then call'
-      } workflow_next_step with the continuation token`,
-      {
-        continuation_token: token,
-        agent_content: view.agent_content,
-        // The call the faces hand out for the step (execution-presenter's submitStep), fill included.
-        next: [
-          { tool: 'workflow_next_step', arguments: { token }, ...(view.fill ? { fill: view.fill } : {}) },
-        ],
-      },
-    );
+    const told = this.deps.wording.waitingForAgent({
+      title: view.step.title,
+      issues,
+      elicitation: handle.can.elicitation,
+      token,
+      view,
+    });
+    await waiting(told.summary, {
+      continuation_token: token,
+      agent_content: view.agent_content,
+      next: told.next,
+    });
     const stop = new AbortController();
     const signal = AbortSignal.any([handle.signal, stop.signal]);
     const never = new Promise<never>(() => undefined);

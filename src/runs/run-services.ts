@@ -7,7 +7,7 @@ import type { PersonaRegistry } from '../workflows/personas.js';
 import type { WorkflowRegistry } from '../workflows/registry.js';
 import type { RuntimeWorkflows } from '../workflows/runtime-workflows.js';
 import { Orchestrations } from './orchestrations.js';
-import { RunService } from './run-service.js';
+import { RunService, type RunWording } from './run-service.js';
 import { TaskService } from './task-service.js';
 
 /** Tasks, runs and orchestrations over one store (built once, when the store is first needed). */
@@ -27,6 +27,8 @@ export interface RunServiceDeps {
   runtime: RuntimeWorkflows;
   allowedEnv: Record<string, string>;
   allowedEnvNames: ReadonlySet<string>;
+  /** The runs face's wording of what a run tells the agent (faces/runs/run-presenter.ts). */
+  wording: RunWording;
   log: Logger;
 }
 

@@ -1,4 +1,5 @@
 import type { Logger } from '../telemetry/log.js';
+import type { Metrics } from '../telemetry/metrics.js';
 import type { ExecutionStore } from './execution-store.js';
 
 /** `postgres://…` or `postgresql://…`: a PostgreSQL connection string rather than a SQLite data dir. */
@@ -14,6 +15,8 @@ export interface OpenOptions {
    * dashboard's pages read through one, so they never take the write lock the servers need).
    */
   readOnly?: boolean;
+  /** The app's instruments (transactions run again). */
+  metrics?: Metrics;
 }
 
 /**
@@ -24,10 +27,16 @@ export interface OpenOptions {
 export async function openExecutionStore(target: string, options: OpenOptions = {}): Promise<ExecutionStore> {
   if (isPostgresUrl(target)) {
     const { openPostgresStore } = await import('./postgres/postgres-store.js');
-    return openPostgresStore(target, options.log ? { log: options.log } : {});
+    return openPostgresStore(target, {
+      ...(options.log ? { log: options.log } : {}),
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+    });
   }
   const { SqliteExecutionStore } = await import('./sqlite/sqlite-store.js');
-  return new SqliteExecutionStore(target, options.readOnly ? { readOnly: true } : {});
+  return new SqliteExecutionStore(target, {
+    ...(options.readOnly ? { readOnly: true } : {}),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+  });
 }
 
 /**

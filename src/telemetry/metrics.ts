@@ -39,34 +39,53 @@ export interface MetricsSink {
   commandCall(status: string, seconds: number): void;
 }
 
-let sink: MetricsSink | undefined;
-
-/** Installs (or, with undefined, removes) the registry the instruments record into. */
-export function setMetricsSink(next: MetricsSink | undefined): void {
-  sink = next;
-}
-
 const seconds = (startedNs: bigint) => Number(process.hrtime.bigint() - startedNs) / 1e9;
 
-/** The instruments; each is a no-op without a sink. */
-export const metrics = {
-  /** A start time for `elapsed`, or 0n when nothing records (saves the clock read). */
+/**
+ * The instruments the code records through; each is a no-op until a sink (the Prometheus registry of
+ * `serve --http`) is attached. One per app, built by the composition root and handed to the parts that
+ * record, as the logger is: two apps in one process (the tests) never count into each other's registry.
+ */
+export class Metrics {
+  private sink: MetricsSink | undefined;
+
+  /** Records into `sink` from now on; the returned function detaches it. */
+  attach(sink: MetricsSink): () => void {
+    this.sink = sink;
+    return () => {
+      if (this.sink === sink) this.sink = undefined;
+    };
+  }
+
+  /** A start time for the instruments below, or 0n when nothing records (saves the clock read). */
   start(): bigint {
-    return sink === undefined ? 0n : process.hrtime.bigint();
-  },
+    return this.sink === undefined ? 0n : process.hrtime.bigint();
+  }
+
   request(method: string, tool: string | undefined, failed: boolean, started: bigint): void {
-    sink?.request(method, tool, failed, seconds(started));
-  },
+    this.sink?.request(method, tool, failed, seconds(started));
+  }
+
   toolCall(tool: string, errorCode: string | undefined, started: bigint): void {
-    sink?.toolCall(tool, errorCode, seconds(started));
-  },
+    this.sink?.toolCall(tool, errorCode, seconds(started));
+  }
+
   step(outcome: string, started: bigint): void {
-    sink?.step(outcome, seconds(started));
-  },
+    this.sink?.step(outcome, seconds(started));
+  }
+
   transactionRetry(store: 'sqlite' | 'postgres'): void {
-    sink?.transactionRetry(store);
-  },
+    this.sink?.transactionRetry(store);
+  }
+
   commandCall(status: string, started: bigint): void {
-    sink?.commandCall(status, seconds(started));
-  },
-};
+    this.sink?.commandCall(status, seconds(started));
+  }
+}
+
+/** Instruments that record nothing, ever: for parts built outside an app (unit tests, scratch stores). */
+export const NO_METRICS: Metrics = new (class extends Metrics {
+  override attach(): () => void {
+    throw new Error("NO_METRICS records nothing; attach a sink to the app's Metrics");
+  }
+})();

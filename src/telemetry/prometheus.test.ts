@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { Metrics } from './metrics.js';
 import { createPrometheus, type MetricSources, type Prometheus } from './prometheus.js';
 
 // Labels the protocol cannot reach with made-up text today (outcomes, states, principals, stores,
@@ -15,13 +16,16 @@ afterEach(() => {
 const long = (c: string, i: number) => `${i}-${c.repeat(1_000)}`;
 
 function registry(sources: Partial<MetricSources> = {}): Prometheus {
-  open = createPrometheus({
-    executionsByState: async () => ({}),
-    taskQueueDepth: async () => 0,
-    sessionsByPrincipal: () => new Map(),
-    store: async () => undefined,
-    ...sources,
-  });
+  open = createPrometheus(
+    {
+      executionsByState: async () => ({}),
+      taskQueueDepth: async () => 0,
+      sessionsByPrincipal: () => new Map(),
+      store: async () => undefined,
+      ...sources,
+    },
+    new Metrics(),
+  );
   return open;
 }
 

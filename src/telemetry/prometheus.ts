@@ -4,7 +4,7 @@
  * process and Node.js metrics (memory, CPU, event loop lag, GC). Loaded only by `serve --http`.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { echoedName, type MetricsSink, setMetricsSink } from './metrics.js';
+import { echoedName, type Metrics, type MetricsSink } from './metrics.js';
 
 /** What the gauges read at scrape time; each may fail (the store is down), leaving the gauge empty. */
 export interface MetricSources {
@@ -55,7 +55,7 @@ export interface Prometheus {
   close(): void;
 }
 
-export function createPrometheus(sources: MetricSources): Prometheus {
+export function createPrometheus(sources: MetricSources, metrics: Metrics): Prometheus {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   // One bound per label: a method and its tool are counted under the same values in every metric.
@@ -213,7 +213,7 @@ export function createPrometheus(sources: MetricSources): Prometheus {
   // Retries start at zero for both stores, so "no retries" is a series, not an absence.
   retries.inc({ store: store('sqlite') }, 0);
   retries.inc({ store: store('postgres') }, 0);
-  setMetricsSink(sink);
+  const detach = metrics.attach(sink);
   return {
     registry,
     sink,
@@ -221,7 +221,7 @@ export function createPrometheus(sources: MetricSources): Prometheus {
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
     close() {
-      setMetricsSink(undefined);
+      detach();
     },
   };
 }

@@ -81,6 +81,7 @@ export function connectProtocol(
   let server = options.server;
   const rules: ProtocolRules = new ProtocolRules({
     channel,
+    metrics: app.metrics,
     directMethods: facts.directMethods,
     tools: app.toolNames,
     aliases: facts.aliases,

@@ -99,7 +99,10 @@ export async function startObservability(app: App): Promise<Observability> {
   const health = new Health(readinessChecks(app));
   let http: RunningHttp | undefined;
   const { createPrometheus } = await import('../telemetry/prometheus.js');
-  const prometheus = createPrometheus(metricSources(app, () => http?.sessionsByPrincipal() ?? new Map()));
+  const prometheus = createPrometheus(
+    metricSources(app, () => http?.sessionsByPrincipal() ?? new Map()),
+    app.metrics,
+  );
 
   const metricsMount: Mount = {
     async handle(req, res, context) {

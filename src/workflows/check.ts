@@ -53,6 +53,14 @@ export interface CheckPolicy {
   allowedEnv?: ReadonlySet<string> | undefined;
   /** Installed personas, for the unknown-persona warning (`authoring`). */
   knownAgents?: ReadonlySet<string> | undefined;
+  /**
+   * The checks this server defines (WORKFLOWLOOKUP_CHECKS_FILE), for the `knownCheck` rule on a step's
+   * `verify: {check}`. A set: a name outside it is an error (`strict`), as workflow_start refuses it.
+   * `'none'`, no checks file: each `verify` is a warning (`authoring`), since its check cannot run here.
+   * Absent: not looked at (the registry does not pass it: a served file naming a check this server lacks
+   * is refused at workflow_start). The app's check policy (app.ts) always says.
+   */
+  knownChecks?: ReadonlySet<string> | 'none' | undefined;
 }
 
 /** A definition as text (a file, tool content) or as an already parsed value (tool `manifest`). */
@@ -187,12 +195,19 @@ export async function checkDefinition(
     ...engine.checkWorkflow(model),
     ...unevaluableContracts(model, engine),
     ...envViolations(model, policy.allowedEnv ?? new Set()),
+    ...(typeof policy.knownChecks === 'object' ? unknownChecks(model, policy.knownChecks) : []),
   ].filter((f) => salvaged === undefined || holdsForText(f, salvaged));
   const all = [...errors, ...strict];
   if (level === 'strict' || !result.ok) return finish(stageOf(all));
 
   // Stage 3 (authoring): warnings, once the definition is read as written (not a stand-in).
-  return finish({ ...stageOf(all), warnings: lint(result.workflow, policy.knownAgents) });
+  return finish({
+    ...stageOf(all),
+    warnings: [
+      ...lint(result.workflow, policy.knownAgents),
+      ...(policy.knownChecks === 'none' ? unrunnableChecks(result.workflow) : []),
+    ],
+  });
 }
 
 /** Rules whose findings quote the offending value in `actual`. */
@@ -446,6 +461,37 @@ function unevaluableContracts(workflow: Workflow, engine: ValidationEngine): Vio
     );
   }
   return out;
+}
+
+/** Each step's `verify` check, with the pointer to its name. */
+function verifiedSteps(workflow: Workflow): { id: string; check: string; path: string }[] {
+  return allSteps(workflow).flatMap(([step, path]) =>
+    isPromptStep(step) && step.verify !== undefined
+      ? [{ id: step.id, check: step.verify.check, path: `${path}/verify/check` }]
+      : [],
+  );
+}
+
+/** A step naming a check the server's checks file does not define (workflow_start refuses it too). */
+function unknownChecks(workflow: Workflow, known: ReadonlySet<string>): Violation[] {
+  return verifiedSteps(workflow)
+    .filter((v) => !known.has(v.check))
+    .map((v) => ({
+      path: v.path,
+      rule: 'knownCheck',
+      message: `step "${v.id}" names check "${v.check}", which the server's checks file does not define`,
+      actual: v.check,
+    }));
+}
+
+/** Without a checks file, a step's check cannot run on this server (a warning: another server may run it). */
+function unrunnableChecks(workflow: Workflow): Violation[] {
+  return verifiedSteps(workflow).map((v) => ({
+    path: v.path,
+    rule: 'knownCheck',
+    message: `step "${v.id}" names check "${v.check}", which cannot run here: this server has no checks (WORKFLOWLOOKUP_CHECKS_FILE is unset), so workflow_start refuses the workflow with CHECK_UNAVAILABLE`,
+    actual: v.check,
+  }));
 }
 
 /** `${{ env.X }}` and `{env: X}` may only name variables the server allows, so secrets cannot reach prompts. */

@@ -1,10 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createApp } from '../../src/app.js';
+import { type AppOptions, createApp } from '../../src/app.js';
 import { loadConfig, loadHttpSettings } from '../../src/config.js';
-import { dashboardMount } from '../../src/dashboard/sign-in.js';
+import { serveProcess } from '../../src/serve.js';
 import { silentLogger } from '../../src/telemetry/log.js';
-import { startHttp } from '../../src/transports/http.js';
 import { addToken } from '../../src/transports/http-auth.js';
 import { post } from './http-server.js';
 import { INIT, type Sandbox } from './server.js';
@@ -13,35 +12,45 @@ import { validationWorkerUrl } from './validation-worker.js';
 type Json = Record<string, any>;
 
 /**
- * `serve --http` built in-process from the same composition root the CLI uses (app, HTTP transport and,
- * with `dashboard`, the dashboard mount), on an ephemeral port of 127.0.0.1: a real HTTP server without
- * a process per test.
+ * `serve --http` in this process: the app from the composition root and what the CLI serves around it
+ * (`serveProcess` in src/serve.ts: Streamable HTTP in both eras, /metrics, /healthz and /readyz, and,
+ * with `dashboard`, the dashboard mount), on an ephemeral port of 127.0.0.1. A real HTTP server without
+ * a process per test. The data dir is in the sandbox unless `env` names one; the request rate is not
+ * limited unless `env` sets WORKFLOWLOOKUP_RATE_LIMIT; the dashboard is mounted only when asked for.
+ * `options` are also the app's (servesHttp, conformanceFixtures, ...).
  */
 export async function inProcessHttp(
   sb: Sandbox,
   env: Record<string, string> = {},
-  options: { dashboard?: boolean } = {},
+  options: AppOptions & { dashboard?: boolean } = {},
 ) {
+  const { dashboard = false, ...appOptions } = options;
   // The data dir in the sandbox: by default it is under os.homedir(), the real one in-process.
   const config = loadConfig({
-    env: { WORKFLOWLOOKUP_DATA_DIR: join(sb.root, 'data'), ...sb.env, WORKFLOWLOOKUP_HTTP_PORT: '0', ...env },
+    env: {
+      WORKFLOWLOOKUP_DATA_DIR: join(sb.root, 'data'),
+      ...sb.env,
+      WORKFLOWLOOKUP_RATE_LIMIT: '0',
+      ...env,
+    },
     cwd: sb.project,
   });
   const app = createApp(config, {
     watch: false,
     log: silentLogger,
     validationWorker: await validationWorkerUrl(),
+    ...appOptions,
   });
-  const mounts = options.dashboard ? { '/dashboard': dashboardMount(app) } : undefined;
-  const http = await startHttp(app, loadHttpSettings(config), mounts ? { mounts } : {});
+  const serving = await serveProcess(app, {
+    http: { ...loadHttpSettings(config, { port: '0' }), dashboard },
+  });
+  const http = serving.http as NonNullable<typeof serving.http>;
   return {
     app,
     url: http.url,
     port: http.port,
-    async close() {
-      await http.close(100);
-      await app.close();
-    },
+    /** Closes the server (requests in flight get 100 ms), then the app. */
+    close: () => serving.close(100),
   };
 }
 

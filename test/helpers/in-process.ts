@@ -2,11 +2,10 @@ import type { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { type AppOptions, createApp } from '../../src/app.js';
-import { loadConfig, loadHttpSettings } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
 import { channelOf } from '../../src/protocol/transport-channel.js';
 import { silentLogger } from '../../src/telemetry/log.js';
 import { connectProtocol } from '../../src/transports/connect.js';
-import { startHttp } from '../../src/transports/http.js';
 import type { Sandbox } from './server.js';
 import { validationWorkerUrl } from './validation-worker.js';
 
@@ -72,26 +71,6 @@ export async function inProcessClient(
     async close() {
       await client.close().catch(() => undefined);
       await close();
-    },
-  };
-}
-
-/** The app serving Streamable HTTP (both eras) on an ephemeral port of 127.0.0.1, in this process. */
-export async function inProcessHttp(sb: Sandbox, env: Record<string, string> = {}, options: AppOptions = {}) {
-  const config = loadConfig({ env: { ...sb.env, WORKFLOWLOOKUP_RATE_LIMIT: '0', ...env }, cwd: sb.project });
-  const app = createApp(config, {
-    watch: false,
-    log: silentLogger,
-    validationWorker: await validationWorkerUrl(),
-    ...options,
-  });
-  const http = await startHttp(app, loadHttpSettings(config, { port: '0' }));
-  return {
-    app,
-    url: http.url,
-    async close() {
-      await http.close(0);
-      await app.close();
     },
   };
 }

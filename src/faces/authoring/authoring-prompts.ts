@@ -1,7 +1,6 @@
-import { InputChecker } from '../../catalogs/input-check.js';
+import type { InputChecker } from '../../catalogs/input-check.js';
 import { conditionVariables } from '../../engine/conditions.js';
 import { fail } from '../../engine/errors.js';
-import type { ValidationEngine } from '../../engine/validation-engine.js';
 import {
   confirmationRule,
   isLoopStep,
@@ -9,9 +8,9 @@ import {
   loopCondition,
   type Workflow,
 } from '../../model/workflow.js';
-import { checkManifest, type Finding } from '../../workflows/manifest-check.js';
+import { type CheckPolicy, checkDefinition } from '../../workflows/check.js';
+import { detectFormat, type Finding } from '../../workflows/manifest-check.js';
 import { formatOf } from '../../workflows/parse.js';
-import type { PersonaRegistry } from '../../workflows/personas.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
 import type { PromptDefinition, PromptMessage } from '../prompt.js';
 import { GUIDE_URI, SCHEMA_URI } from './authoring-resources.js';
@@ -75,15 +74,19 @@ export function quickReference(guide: string): string {
     .join('\n\n');
 }
 
+export interface AuthoringPromptDeps {
+  registry: WorkflowRegistry;
+  /** The authoring guide's text, read when a prompt first needs it. */
+  guide: () => Promise<string>;
+  /** The app's one check policy, as workflow_validate_manifest applies it. */
+  checkPolicy: () => Promise<CheckPolicy>;
+  /** The server's inputs check (the one workflow_start applies). */
+  inputs: InputChecker;
+}
+
 /** Seed 003 §4 prompts. */
-export function authoringPrompts(
-  registry: WorkflowRegistry,
-  engine: ValidationEngine,
-  guide: () => Promise<string>,
-  personas?: PersonaRegistry,
-  /** The server's inputs check (the one workflow_start applies); default: rules and defaults without env. */
-  inputs: InputChecker = new InputChecker({ engine, allowedEnv: {} }),
-): PromptDefinition[] {
+export function authoringPrompts(deps: AuthoringPromptDeps): PromptDefinition[] {
+  const { registry, guide, checkPolicy, inputs } = deps;
   const guideMessage = async (): Promise<PromptMessage> => ({
     kind: 'text',
     text: quickReference(await guide()),
@@ -94,11 +97,6 @@ export function authoringPrompts(
     if (entry === undefined) return registry.missing(id);
     const text = (await registry.readSource(entry)).toString('utf8');
     return { entry, text, format: formatOf(entry.file) ?? 'json' };
-  };
-  const knownAgents = async () => {
-    if (personas === undefined) return undefined;
-    await personas.ready();
-    return new Set(personas.list().map((p) => p.name));
   };
 
   return [
@@ -182,12 +180,11 @@ export function authoringPrompts(
           });
         }
         const text = content ?? (await source(workflow_id as string)).text;
-        // The same check as workflow_validate_manifest, with the same personas and env allow-list.
-        const report = await checkManifest(
-          { content: text },
-          engine,
-          await knownAgents(),
-          registry.allowedEnv,
+        // The same check as workflow_validate_manifest, with the same policy.
+        const report = await checkDefinition(
+          { text, format: detectFormat(text) },
+          'authoring',
+          await checkPolicy(),
         );
         const manifest = `\`\`\`${report.format}\n${text}\n\`\`\``;
         // Say what the check found first: only a manifest that fails it is called one that fails it.

@@ -1,10 +1,10 @@
 import { basename } from 'node:path';
 import * as z from 'zod';
 import { fail } from '../../engine/errors.js';
-import type { ValidationEngine } from '../../engine/validation-engine.js';
 import type { WorkflowTests } from '../../executions/workflow-tests.js';
 import { IdSchema, type Workflow } from '../../model/workflow.js';
 import {
+  type CheckPolicy,
   type CheckReport,
   checkDefinition,
   DEFINITION_LIMITS,
@@ -12,7 +12,6 @@ import {
 } from '../../workflows/check.js';
 import { detectFormat } from '../../workflows/manifest-check.js';
 import { type DefinitionFormat, formatOf } from '../../workflows/parse.js';
-import type { PersonaRegistry } from '../../workflows/personas.js';
 import { contentVersion, type RegistryEntry, type WorkflowRegistry } from '../../workflows/registry.js';
 import type { RuntimeWorkflows } from '../../workflows/runtime-workflows.js';
 import { NextSchema, next, startCall } from '../next.js';
@@ -30,12 +29,13 @@ const FormatSchema = z.enum(['json', 'yaml']).describe('Format of content (defau
 
 export interface AuthoringDeps {
   registry: WorkflowRegistry;
-  personas: PersonaRegistry;
-  engine: ValidationEngine;
   /** Where saves land (the runtime dir, or the database replicas share) and the rules for changing it. */
   runtime: RuntimeWorkflows;
-  /** Names `${{ env.X }}` may use (WORKFLOWLOOKUP_ALLOWED_ENV). */
-  allowedEnvNames: ReadonlySet<string>;
+  /**
+   * The app's one check policy (engine, WORKFLOWLOOKUP_ALLOWED_ENV, personas, the operator's checks), as
+   * `workflowlookup validate` applies it.
+   */
+  checkPolicy: () => Promise<CheckPolicy>;
   /** Runs workflow tests (workflow_test, and the untested-paths hint of workflow_validate_manifest). */
   tests?: () => Promise<WorkflowTests>;
 }
@@ -46,7 +46,7 @@ export interface AuthoringDeps {
  * atomically, with optimistic concurrency on `expected_version`.
  */
 export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
-  const { registry, personas, engine, runtime, allowedEnvNames } = deps;
+  const { registry, runtime, checkPolicy } = deps;
   let writes = Promise.resolve();
   /** One write at a time in this process, so check-then-write sequences cannot interleave. */
   const serialized = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -58,11 +58,9 @@ export function authoringTools(deps: AuthoringDeps): ToolDefinition[] {
     return run;
   };
 
-  /** The `authoring` check every path shares, with this server's personas and env allow-list. */
+  /** The `authoring` check every path shares, with this server's policy. */
   const report = async (content: string | undefined, manifest: unknown, format?: DefinitionFormat) => {
-    await personas.ready();
-    const knownAgents = new Set(personas.list().map((p) => p.name));
-    const policy = { engine, allowedEnv: allowedEnvNames, knownAgents };
+    const policy = await checkPolicy();
     return content !== undefined
       ? checkDefinition({ text: content, format: format ?? detectFormat(content) }, 'authoring', policy)
       : checkDefinition({ data: manifest, format: format ?? 'json' }, 'authoring', policy);

@@ -1,6 +1,5 @@
 import * as z from 'zod';
-import type { CatalogService } from '../../catalogs/catalog-service.js';
-import { type InputCheck, InputChecker } from '../../catalogs/input-check.js';
+import type { InputCheck, InputChecker } from '../../catalogs/input-check.js';
 import type { Context } from '../../engine/conditions.js';
 import { fail } from '../../engine/errors.js';
 import { INPUT_STATUSES } from '../../engine/inputs.js';
@@ -14,7 +13,8 @@ import {
 import type { ValidationEngine } from '../../engine/validation-engine.js';
 import { stepPromptText } from '../../engine/workrail.js';
 import { IdSchema, isCommandStep, type Workflow } from '../../model/workflow.js';
-import { checkManifest } from '../../workflows/manifest-check.js';
+import { type CheckPolicy, checkDefinition } from '../../workflows/check.js';
+import { detectFormat } from '../../workflows/manifest-check.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
 import { type NextCall, NextSchema, next, resolveInputsCall, startCall, startFill } from '../next.js';
 import { annotate, defineTool, READ_ONLY, type ToolDefinition } from '../tool.js';
@@ -23,9 +23,12 @@ import { actionSteps, planSteps } from './step-plan.js';
 export interface InputToolDeps {
   registry: WorkflowRegistry;
   engine: ValidationEngine;
-  catalogs: CatalogService;
+  /** Environment values templates may read (WORKFLOWLOOKUP_ALLOWED_ENV), for the previews. */
   allowedEnv: Record<string, string>;
-  allowedEnvNames: ReadonlySet<string>;
+  /** The app's one check policy, as workflow_validate_manifest applies it to a manifest given as text. */
+  checkPolicy: () => Promise<CheckPolicy>;
+  /** The server's inputs check (the one workflow_start applies), providers included. */
+  inputs: InputChecker;
 }
 
 const SubjectShape = {
@@ -68,14 +71,20 @@ function onSubject(content: string | undefined, call: NextCall): NextCall {
 
 /** Seed 003 §5 input tools: a workflow's inputs, their providers, rendered templates and the run plan. */
 export function inputTools(deps: InputToolDeps): ToolDefinition[] {
-  const { registry, engine, catalogs } = deps;
+  const { registry, engine, checkPolicy, inputs } = deps;
 
   const subject = async (workflowId: string | undefined, content: string | undefined): Promise<Workflow> => {
     // One after the other: the registry's first load stops the worker it started for checking files.
     await registry.ready();
     await engine.load();
     if (workflowId !== undefined) return registry.require(workflowId).workflow;
-    const report = await checkManifest({ content }, engine, undefined, deps.allowedEnvNames);
+    // The input schema gives exactly one of workflow_id and content.
+    const text = content as string;
+    const report = await checkDefinition(
+      { text, format: detectFormat(text) },
+      'authoring',
+      await checkPolicy(),
+    );
     if (!report.valid || !report.workflow) {
       fail({
         code: 'manifest_invalid',
@@ -86,9 +95,8 @@ export function inputTools(deps: InputToolDeps): ToolDefinition[] {
     return report.workflow;
   };
 
-  const checker = new InputChecker({ engine, catalogs, allowedEnv: deps.allowedEnv });
   const resolved = (workflow: Workflow, given: Record<string, unknown>, withProviders: boolean) =>
-    checker.check(workflow, given, { providers: withProviders });
+    inputs.check(workflow, given, { providers: withProviders });
 
   return [
     defineTool({

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { DomainFailure, fail } from '../../engine/errors.js';
 import type { Logger } from '../../telemetry/log.js';
-import { metrics } from '../../telemetry/metrics.js';
+import { type Metrics, NO_METRICS } from '../../telemetry/metrics.js';
 import { inSpan } from '../../telemetry/trace.js';
 import type {
   ApprovalFilter,
@@ -36,6 +36,8 @@ export interface PostgresStoreOptions {
   poolSize?: number;
   /** Where pool problems between calls, and transactions run again, are reported (default: dropped). */
   log?: Logger;
+  /** The app's instruments (transactions run again); default: nothing recorded. */
+  metrics?: Metrics;
   /** How long a statement waits for a lock another transaction holds (default 30 s). */
   lockTimeoutMs?: number;
 }
@@ -159,7 +161,10 @@ export class PostgresExecutionStore implements ExecutionStore {
   private readonly listener: NotificationListener;
   readonly documents: PostgresDocuments;
 
+  private readonly metrics: Metrics;
+
   constructor(url: string, options: PostgresStoreOptions = {}) {
+    this.metrics = options.metrics ?? NO_METRICS;
     this.target = resolveTarget(url);
     this.location = describeTarget(this.target);
     this.lockTimeoutMs = options.lockTimeoutMs ?? LOCK_TIMEOUT_MS;
@@ -419,7 +424,7 @@ export class PostgresExecutionStore implements ExecutionStore {
         const duplicate = options.retryDuplicates === true && isDuplicate(cause) && attempt <= 3;
         if ((isSerializationFailure(cause) || duplicate) && !broken) {
           if (attempt < MAX_ATTEMPTS) {
-            metrics.transactionRetry('postgres');
+            this.metrics.transactionRetry('postgres');
             // Rare at READ COMMITTED (a deadlock, two inserts of one key): worth a line when it happens.
             this.log?.info(
               `PostgreSQL: a transaction runs again (attempt ${attempt + 1}) after ${this.describe(cause)}`,

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { metrics } from '../../telemetry/metrics.js';
+import { type Metrics, NO_METRICS } from '../../telemetry/metrics.js';
 import { inSpan } from '../../telemetry/trace.js';
 import type {
   ApprovalFilter,
@@ -64,6 +64,8 @@ export interface SqliteStoreOptions {
    * checkpoints on the event loop. Tests run from the sources pass a bundle of checkpoint-worker.ts.
    */
   checkpointWorker?: URL | false;
+  /** The app's instruments (transactions run again after SQLITE_BUSY); default: nothing recorded. */
+  metrics?: Metrics;
 }
 
 /**
@@ -84,7 +86,10 @@ export class SqliteExecutionStore implements ExecutionStore {
   private readonly listeners = new Set<() => void>();
   private readonly checkpointer: Checkpointer | undefined;
 
+  private readonly metrics: Metrics;
+
   constructor(dataDir: string, options: SqliteStoreOptions = {}) {
+    this.metrics = options.metrics ?? NO_METRICS;
     this.readOnly = options.readOnly === true;
     this.location = join(dataDir, DATABASE_FILE);
     if (this.readOnly) {
@@ -189,7 +194,7 @@ export class SqliteExecutionStore implements ExecutionStore {
         return;
       } catch (error) {
         if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw error;
-        metrics.transactionRetry('sqlite');
+        this.metrics.transactionRetry('sqlite');
         await pause(Math.random() * Math.min(20, attempt * 2));
       }
     }
