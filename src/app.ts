@@ -424,6 +424,7 @@ export function buildServices(
       allowedEnv: config.allowedEnv,
       inputs,
       approvers: config.approvers,
+      delegation: config.delegation,
       ...(parts.metrics ? { metrics: parts.metrics } : {}),
     });
   });

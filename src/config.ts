@@ -79,6 +79,8 @@ export interface Config {
   httpChecks: boolean;
   /** How many checks run at once, per principal, and wait (WORKFLOWLOOKUP_CHECKS_MAX_*). */
   checkSlots: { maxConcurrent: number; maxPerPrincipal: number; maxQueued: number };
+  /** How deep child executions may nest, and how many a principal may have open at once. */
+  delegation: { maxDepth: number; maxOpenChildren: number };
 }
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 60 * 60;
@@ -395,6 +397,10 @@ export function loadConfig(options: ConfigOptions = {}): Config {
     approvers: new Set(list(env.WORKFLOWLOOKUP_APPROVERS)),
     checksFile: undefined,
     httpChecks: false,
+    delegation: {
+      maxDepth: wholeNumber(env, 'WORKFLOWLOOKUP_MAX_DELEGATION_DEPTH', 3),
+      maxOpenChildren: wholeNumber(env, 'WORKFLOWLOOKUP_MAX_OPEN_CHILDREN', 200),
+    },
     checkSlots: {
       maxConcurrent: wholeNumber(
         env,

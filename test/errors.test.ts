@@ -219,6 +219,25 @@ describe('structured errors (seed 003 §10)', () => {
       sampler.kill();
     }
 
+    // A delegating step whose children would be more than the principal may have open at once.
+    const fanBox = sandbox({ WORKFLOWLOOKUP_MAX_OPEN_CHILDREN: '1' });
+    writeFileSync(join(fanBox.runtime, 'child.yaml'), yaml('child'));
+    writeFileSync(
+      join(fanBox.runtime, 'two-children.yaml'),
+      `${yaml('two-children').replace('steps:\n  - {id: one-step, title: T, prompt: P}', 'steps:\n  - {id: fan, title: T, prompt: P, delegate: {workflow: child, count: 2}}')}`,
+    );
+    const fanning = new InProcessRaw({
+      env: { ...fanBox.env, WORKFLOWLOOKUP_DATA_DIR: join(fanBox.root, 'data') },
+      cwd: fanBox.project,
+    });
+    try {
+      await fanning.initialize();
+      await expectError('workflow_start', { workflow_id: 'two-children' }, fanning);
+    } finally {
+      fanning.kill();
+      fanBox.cleanup();
+    }
+
     // A data dir that cannot be created: the execution store cannot open.
     const blocked = sandbox();
     writeFileSync(join(blocked.root, 'not-a-dir'), 'x');

@@ -300,4 +300,41 @@ describe('WorkRail workflows', () => {
     });
     expect(cli.status).toBe(0);
   });
+
+  it('a parallel step runs as child executions once every routine it names is served', async () => {
+    // Not served: the step stays text (the walk above), and workflow_get shows its delegations.
+    const before = await call('workflow_get', { id: 'wr.routine-call' });
+    expect(before.steps[2]).toMatchObject({ type: 'parallel', id: 'double-check' });
+    expect(before.steps[2].delegate).toBeUndefined();
+    const routine = (id: string) => ({
+      id,
+      name: id,
+      description: `The ${id} routine, written for this test`,
+      version: '1.0.0',
+      steps: [{ id: 'check', title: 'Check', prompt: 'Check it and write {deliverableName}.' }],
+    });
+    for (const id of ['wr.routine-load-check', 'wr.routine-style-check'])
+      expect((await call('workflow_save', { content: JSON.stringify(routine(id)) })).workflow_id).toBe(id);
+    const after = await call('workflow_get', { id: 'wr.routine-call' });
+    const step = after.steps[2];
+    expect(step.id).toBe('double-check');
+    expect(step.type).toBeUndefined();
+    expect(step.parallelDelegations).toBeUndefined();
+    expect(step.verification).toEqual({ cognitive: true });
+    expect(step.delegate).toEqual({
+      join: 'all',
+      children: [
+        {
+          name: 'routine-load-check-1',
+          workflow: 'wr.routine-load-check',
+          context: { deliverableName: 'load.md' },
+          modelTier: 'mid',
+        },
+        { name: 'routine-style-check-2', workflow: 'wr.routine-style-check', modelTier: 'lightweight' },
+      ],
+    });
+    expect(step.prompt).toContain('routine-load-check-1 (workflow "wr.routine-load-check")');
+    for (const id of ['wr.routine-load-check', 'wr.routine-style-check'])
+      await call('workflow_delete', { workflow_id: id, confirm: true });
+  });
 });

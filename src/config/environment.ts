@@ -203,6 +203,16 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
       "ask the client's user to approve step outputs through MCP elicitation (form mode): default on over stdio, off over HTTP (see docs/approvals-and-checks.md); `true` or `false` for both",
   },
   {
+    name: 'WORKFLOWLOOKUP_MAX_DELEGATION_DEPTH',
+    description:
+      'how deep child executions may nest (a delegating step in a child workflow counts): default 3; deeper is DELEGATION_REFUSED',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_MAX_OPEN_CHILDREN',
+    description:
+      'child executions one principal may have open (idle, running or paused) at once: default 200; more is DELEGATION_REFUSED',
+  },
+  {
     name: 'WORKFLOWLOOKUP_APPROVERS',
     description:
       "principals (comma-separated) who may decide approvals of other principals' steps that name them in `approvers`; a workflow's `approvers` alone grants nothing (default none: each execution's owner decides)",

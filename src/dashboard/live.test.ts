@@ -32,6 +32,7 @@ class FakeStore {
       updated_at: 'T0',
       completed_at: null,
       duration_ms: null,
+      parent_id: null,
     };
     this.heads = [...this.heads.filter((h) => h.execution_id !== id), { ...base, ...over }];
   }

@@ -96,6 +96,51 @@ describe('contextNeeds', () => {
     expect(needs.byStep.get('run')).toEqual([{ path: 'green', asked: true, fresh: true, whileUnset: false }]);
   });
 
+  it('a fan-out reads its list as a forEach loop does: the step before sets it, an array', () => {
+    const workflow = flow([
+      { id: 'plan', title: 'Plan', prompt: 'List the slices.' },
+      {
+        id: 'build',
+        title: 'Build each slice',
+        prompt: 'Build the slices.',
+        delegate: {
+          workflow: 'build-slice',
+          forEach: 'slices',
+          context: { owner: '{{team}}' },
+        },
+      },
+      {
+        id: 'review',
+        title: 'Review',
+        prompt: 'Review.',
+        delegate: {
+          children: [{ name: 'strict', workflow: 'review', runCondition: { var: 'careful', equals: true } }],
+        },
+      },
+    ]);
+    const needs = contextNeeds(workflow);
+    expect(needs.byPath.get('slices')).toMatchObject({
+      kind: 'array',
+      strict: true,
+      setBy: ['plan'],
+      asked: true,
+      fanOut: { id: 'build', title: 'Build each slice' },
+      reads: [{ step: 'build', what: 'children' }],
+    });
+    expect(needs.byPath.get('slices')?.source).toBeUndefined();
+    expect(expectedValue(needs.byPath.get('slices') as never)).toBe(
+      'an array (step "Build each slice" starts one child execution per item)',
+    );
+    const plan = workflow.steps[0] as Parameters<typeof stepFill>[1];
+    expect(stepFill(workflow, plan, {}, 'durable')['output.context.slices']).toBe(
+      'an array (step "Build each slice" starts one child execution per item)',
+    );
+    expect(valueProblem(needs.byPath.get('slices') as never, 'a, b')).toContain('must be an array');
+    // A child's condition and a {{var}} in the children's context are reads too.
+    expect(needs.byPath.get('careful')).toMatchObject({ reads: [{ step: 'review', what: 'runCondition' }] });
+    expect(needs.byPath.get('team')).toMatchObject({ reads: [{ step: 'build', what: 'template' }] });
+  });
+
   it('marks variables read before any step can set them', () => {
     const needs = contextNeeds(
       flow([

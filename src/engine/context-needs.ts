@@ -47,8 +47,11 @@ export type ValueKind =
 export interface ContextRead {
   /** The step (or loop step) whose condition, source or template reads it. */
   step: string;
-  what: 'runCondition' | 'loop' | 'items' | 'count' | 'fragment' | 'confirmation' | 'criteria' | 'template';
+  what: 'runCondition' | 'loop' | SourceRead | 'fragment' | 'confirmation' | 'criteria' | 'template';
 }
+
+/** A list or count read: a forEach loop's items, a for loop's count, a delegating step's forEach (children). */
+export type SourceRead = 'items' | 'count' | 'children';
 
 export interface ContextVariable {
   /** The context path, e.g. "taskScope" or "ticket.priority". */
@@ -81,6 +84,8 @@ export interface ContextVariable {
   loop?: { id: string; title: string; type: 'while' | 'until'; rule: string; maxIterations: number };
   /** The forEach/for loop it feeds. */
   source?: { id: string; title: string };
+  /** The delegating step that starts one child execution per item of it (`delegate.forEach`). */
+  fanOut?: { id: string; title: string };
 }
 
 /** One variable a step's output sets. */
@@ -172,6 +177,8 @@ interface Read extends ContextRead {
   fresh: boolean;
   /** Only shown (a template): never required. */
   display: boolean;
+  /** A fan-out's list: the delegating step's title. */
+  fanOut?: string;
 }
 
 function analyse(workflow: Workflow): ContextNeeds {
@@ -206,6 +213,17 @@ function analyse(workflow: Workflow): ContextNeeds {
       conditionReads(c, { ...base, point: index + 1, what: 'criteria' });
     for (const name of contextReferencesIn(stepText(step)))
       reads.push({ ...base, path: name, what: 'template', display: true });
+    // A delegating step reads its fan-out list as a forEach loop reads its items, each child's condition
+    // as a runCondition, and `{{var}}` in the children's context as a template.
+    const d = step.delegate;
+    if (d === undefined) return;
+    if (d.forEach !== undefined)
+      reads.push({ ...base, path: d.forEach, what: 'children', display: false, fanOut: step.title });
+    for (const child of d.children ?? [])
+      conditionReads(child.runCondition, { ...base, what: 'runCondition' });
+    for (const text of textsIn([d.context, ...(d.children ?? []).map((c) => c.context)]))
+      for (const name of contextReferencesIn(text))
+        reads.push({ ...base, path: name, what: 'template', display: true });
   };
 
   for (const step of workflow.steps) {
@@ -282,10 +300,11 @@ function analyse(workflow: Workflow): ContextNeeds {
     }
     if (!variable.reads.some((r) => r.step === read.step && r.what === read.what))
       variable.reads.push({ step: read.step, what: read.what });
-    if (read.what === 'items' || read.what === 'count') {
-      variable.kind = read.what === 'items' ? 'array' : 'count';
+    if (read.what === 'items' || read.what === 'count' || read.what === 'children') {
+      variable.kind = read.what === 'count' ? 'count' : 'array';
       variable.strict = true;
-      if (read.loop) variable.source = { id: read.loop.id, title: read.loop.title };
+      if (read.what === 'children') variable.fanOut ??= { id: read.step, title: read.fanOut ?? read.step };
+      else if (read.loop) variable.source = { id: read.loop.id, title: read.loop.title };
     }
     if (read.what === 'loop' && read.fresh && read.loop) {
       const cfg = read.loop.loop;
@@ -335,6 +354,14 @@ function analyse(workflow: Workflow): ContextNeeds {
   }
   const list = [...variables.values()];
   return { variables: list, byPath: variables, byStep, dangling };
+}
+
+/** Every string in a value (templates of a delegation's context), nested values included up to MAX_DEPTH. */
+function textsIn(value: unknown, depth = 0, into: string[] = []): string[] {
+  if (typeof value === 'string') into.push(value);
+  else if (value !== null && typeof value === 'object' && depth < MAX_DEPTH)
+    for (const v of Object.values(value)) textsIn(v, depth + 1, into);
+  return into;
 }
 
 function sourceRead(loop: LoopStep, path: string, point: number, what: 'items' | 'count'): Read {
@@ -572,7 +599,11 @@ export function expectedValue(v: ContextVariable): string {
   const quoted = (values: readonly unknown[]) => values.map(literal).join(', ');
   switch (v.kind) {
     case 'array':
-      return v.source ? `an array (loop "${v.source.title}" runs once per item)` : 'an array';
+      return v.source
+        ? `an array (loop "${v.source.title}" runs once per item)`
+        : v.fanOut
+          ? `an array (step "${v.fanOut.title}" starts one child execution per item)`
+          : 'an array';
     case 'count':
       return v.source ? `a whole number (loop "${v.source.title}" runs that many times)` : 'a whole number';
     case 'boolean':

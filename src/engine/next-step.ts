@@ -146,6 +146,9 @@ export function nextStep(
   const bodyRefs = loopBodyRefs(workflow);
   const notices: string[] = [];
   const result = (step: ActionStep | null, loop?: LoopPosition): NextStep => {
+    // A step that fans out over a list needs it now, as a forEach loop does.
+    if (step !== null && isPromptStep(step) && step.delegate?.forEach !== undefined)
+      withWorkflowId(workflow, () => delegationItems(step, context));
     if (Object.keys(loops).length > 0) context[LOOPS_KEY] = loops;
     else delete context[LOOPS_KEY];
     return {
@@ -356,6 +359,24 @@ function missingSource(loop: LoopStep, variable: string, expected: string, got: 
     variable,
     expected,
     loopId: loop.id,
+  });
+}
+
+/**
+ * The items a delegating step fans out over (`delegate.forEach`): the context list it names. Missing or
+ * not a list refuses to go on (PRECONDITION_FAILED naming the variable), as a forEach loop does.
+ */
+export function delegationItems(step: PromptStep, context: Context): unknown[] {
+  const variable = step.delegate?.forEach;
+  if (variable === undefined) return [];
+  const items = readPath(context, variable);
+  if (Array.isArray(items)) return items;
+  return fail({
+    code: 'precondition_failed',
+    message: `step '${step.id}' hands one child per item of context['${variable}'], which must be an array; ${items === undefined ? 'it is not set' : `got ${describeGot(items)}`}`,
+    workflowId: '',
+    variable,
+    expected: 'an array',
   });
 }
 

@@ -594,7 +594,6 @@ export function decisionTarget(
     );
 }
 
-/** The context with a loop decision recorded for the loop it addresses. */
 /**
  * A step's criteria result with its WorkRail checks added: a missing or bad artifact fails it like a
  * broken rule, and a fired assessment consequence asks for its follow-up. One rule for the durable
@@ -613,6 +612,7 @@ export function withSubmissionCheck(
   };
 }
 
+/** The context with a loop decision recorded for the loop it addresses. */
 export function recordDecision(
   workflow: Workflow,
   stepId: string,
@@ -714,7 +714,8 @@ const INERT_ROOT = [
 ] as const;
 const INERT_STEP = ['hasValidation', 'notesOptional', 'functionCalls', 'audit', 'verification'] as const;
 
-export function workrailWarnings(workflow: Workflow): Violation[] {
+/** `delegates`: a parallel step that runs as a delegation here (workrail-parallel.ts) draws no warning. */
+export function workrailWarnings(workflow: Workflow, delegates?: (step: PromptStep) => boolean): Violation[] {
   const out: Violation[] = [];
   const root = workflow as Record<string, unknown>;
   for (const field of INERT_ROOT) {
@@ -737,7 +738,7 @@ export function workrailWarnings(workflow: Workflow): Violation[] {
   const visit = (step: Record<string, unknown>, path: string) => {
     for (const field of INERT_STEP) if (step[field] !== undefined) note(field, `${path}/${field}`);
     // Delegations are listed in the prompt either way; what the server does not do is run them.
-    if (step.parallelDelegations !== undefined)
+    if (step.parallelDelegations !== undefined && delegates?.(step as PromptStep) !== true)
       note('parallelDelegations (no sub-agents are spawned)', `${path}/parallelDelegations`);
     const contract = (step.outputContract as { contractRef?: unknown } | undefined)?.contractRef;
     if (typeof contract === 'string' && !knownContract(contract))

@@ -65,5 +65,18 @@ declare module '../engine/errors.js' {
      * workflow_validate_manifest) as one may at once; nothing ran, and the same call succeeds once one ends.
      */
     tests_busy: { message: string; principal: string; running: number; max: number };
+    /**
+     * A delegating step cannot create its children: they would nest deeper than the server allows, the
+     * principal has as many open children as it may, or the step's child context cannot be rendered.
+     * Nothing was created and nothing advanced.
+     */
+    delegation_refused: {
+      message: string;
+      reason: 'depth' | 'fan_out' | 'template';
+      executionId: string;
+      workflowId: string;
+      stepId: string;
+      limit?: number;
+    };
   }
 }

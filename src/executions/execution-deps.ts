@@ -47,6 +47,8 @@ export interface ExecutionDeps {
   approvers?: ReadonlySet<string>;
   /** The app's instruments (step latency by outcome); without them nothing is recorded. */
   metrics?: Metrics;
+  /** How deep child executions may nest and how many a principal may have open (default 3 and 200). */
+  delegation?: { maxDepth: number; maxOpenChildren: number };
 }
 
 /** Who asks for a change of state, and from where (a person's pause holds against the agent). */

@@ -8,6 +8,7 @@ import type { ValidationResult } from '../engine/validation-engine.js';
 import { isLoopStep, type PromptStep, type Workflow } from '../model/workflow.js';
 import type { ApprovalRecord } from '../store/execution-store.js';
 import type { CheckResult } from './checks.js';
+import type { JoinRule } from './delegation-model.js';
 
 export const MAX_ARTIFACT_BYTES = 1024 * 1024;
 export const MAX_STEP_ARTIFACT_BYTES = 8 * 1024 * 1024;
@@ -195,6 +196,8 @@ export type Outcome =
       commands: CommandRun[];
       done_step?: string;
       paused?: PauseRecord;
+      /** A child execution that ended: where its results went (its subagent's work is done). */
+      parent?: { execution_id: string; name: string };
     }
   | {
       v: 1;
@@ -212,6 +215,8 @@ export type Outcome =
       check?: CheckResult;
       /** The person's decision, when a rejection (or a timeout) sent the step back. */
       approval?: ApprovalView;
+      /** The step delegates: its wait timed out; the fresh token waits on the children again. */
+      delegation?: DelegationView;
     }
   | {
       v: 1;
@@ -228,6 +233,22 @@ export type Outcome =
       check?: CheckResult;
       /** This submission asked for the approval (a poll only looks): the client's user is asked then. */
       requested?: boolean;
+    }
+  | {
+      v: 1;
+      /** The step hands its work to child executions; the token waits on their join (it polls). */
+      kind: 'delegated';
+      origin: Origin;
+      execution_id: string;
+      workflow_id: string;
+      state: ExecutionState;
+      step_name: string;
+      view: StepView;
+      delegation: DelegationView;
+      /** The poll token: sending it answers where the children stand until the join holds. */
+      token: string | null;
+      commands: CommandRun[];
+      done_step?: string;
     }
   | {
       v: 1;
@@ -261,10 +282,35 @@ export interface CurrentState {
   approval?: ApprovalView;
   /** Who paused it, while it is paused. */
   paused?: PauseRecord;
+  /** The current step delegated to child executions: where they stand, and their calls. */
+  delegation?: DelegationView;
 }
 
-/** Where a change of state came from: a person (the dashboard) or the agent (workflow_set_state). */
-export type StateRoute = 'dashboard' | 'agent';
+/** A delegation as an answer shows it: the join, and each child with the call a subagent makes. */
+export interface DelegationView {
+  step_name: string;
+  join: JoinRule;
+  into: string;
+  deadline: string | null;
+  progress: string;
+  children: {
+    name: string;
+    execution_id: string;
+    workflow_id: string;
+    state: ExecutionState;
+    model_tier?: string;
+    /** The child's live token, while it is on an agent step (the subagent sends it to get its step). */
+    token: string | null;
+    /** The child is on a command step the server runs (workflow_resume on it runs it). */
+    on_command: boolean;
+  }[];
+}
+
+/**
+ * Where a change of state came from: a person (the dashboard), the agent (workflow_set_state), or the
+ * parent execution a child follows (its pause, resume or end).
+ */
+export type StateRoute = 'dashboard' | 'agent' | 'parent';
 
 /** Who paused an execution, from where, when and why: kept in its metadata (`paused_by`) while paused. */
 export interface PauseRecord {
@@ -279,14 +325,19 @@ export function pauseOf(metadata: Record<string, unknown>): PauseRecord | undefi
   const pause = asRecord(metadata.paused_by);
   return typeof pause.by === 'string' &&
     typeof pause.at === 'string' &&
-    (pause.via === 'dashboard' || pause.via === 'agent')
+    (pause.via === 'dashboard' || pause.via === 'agent' || pause.via === 'parent')
     ? (pause as unknown as PauseRecord)
     : undefined;
 }
 
 /** "alice paused it from the dashboard at <time> ("lunch break")": who, where, when and why. */
 export function pausePhrase(pause: PauseRecord): string {
-  const where = pause.via === 'dashboard' ? 'from the dashboard' : 'with workflow_set_state';
+  const where =
+    pause.via === 'dashboard'
+      ? 'from the dashboard'
+      : pause.via === 'parent'
+        ? 'with its parent execution'
+        : 'with workflow_set_state';
   return `${pause.by} paused it ${where} at ${pause.at}${pause.reason ? ` (${JSON.stringify(pause.reason)})` : ''}`;
 }
 

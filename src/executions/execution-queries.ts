@@ -24,6 +24,8 @@ export interface ExecutionSummary {
   current_step: string | null;
   started_at: string;
   updated_at: string;
+  /** The execution that delegated to this one, for a child. */
+  parent_id?: string;
 }
 
 export interface ExecutionStatus extends ExecutionSummary {
@@ -236,6 +238,8 @@ export class ExecutionQueries {
     filter: {
       workflow_id?: string | undefined;
       states?: readonly ExecutionState[] | undefined;
+      /** Only the children of this execution. */
+      parent_id?: string | undefined;
       limit: number;
     },
     caller: Caller,
@@ -243,6 +247,7 @@ export class ExecutionQueries {
     const records = await this.store.listExecutions({
       principal: caller.principal,
       limit: filter.limit,
+      ...(filter.parent_id !== undefined ? { parent_id: filter.parent_id } : {}),
       ...(filter.workflow_id !== undefined ? { workflow_name: filter.workflow_id } : {}),
       ...(filter.states !== undefined ? { states: filter.states } : {}),
     });
@@ -363,6 +368,7 @@ export class ExecutionQueries {
         updated_at: exec.updated_at,
         completed_at: exec.completed_at,
         duration_ms: exec.duration_ms,
+        parent_id: exec.parent_id,
       },
       detail: detailOf(exec, workflow),
       progress: progressOf(exec, workflow, page.steps, page.failures),
@@ -541,5 +547,6 @@ function summary(e: ExecutionHead): ExecutionSummary {
     current_step: e.current_step,
     started_at: e.started_at,
     updated_at: e.updated_at,
+    ...(e.parent_id !== null ? { parent_id: e.parent_id } : {}),
   };
 }

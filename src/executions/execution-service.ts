@@ -4,6 +4,7 @@ import { type Metrics, NO_METRICS } from '../telemetry/metrics.js';
 import { ATTR, inSpan } from '../telemetry/trace.js';
 import { Approvals } from './approvals.js';
 import { CommandPhase } from './command-phase.js';
+import { DEFAULT_DELEGATION_LIMITS, Delegation } from './delegation.js';
 import type {
   Decider,
   DecisionTarget,
@@ -44,6 +45,7 @@ export class ExecutionService {
   private readonly submission: Submission;
   private readonly approvals: Approvals;
   private readonly states: StateChanges;
+  private readonly delegation: Delegation;
   private readonly metrics: Metrics;
 
   constructor(private readonly deps: ExecutionDeps) {
@@ -59,9 +61,29 @@ export class ExecutionService {
     const commandPhase = new CommandPhase(machine, deps.commands);
     const outcomes = new StepOutcomes(parts);
     this.approvals = new Approvals(parts, outcomes);
-    this.states = new StateChanges(parts, this.approvals, commandPhase);
+    this.states = new StateChanges(parts, this.approvals, commandPhase, outcomes);
     this.starting = new Starting(parts, outcomes, this.states, commandPhase);
-    this.submission = new Submission(parts, outcomes, this.approvals, new StepChecks(parts), commandPhase);
+    const delegation = (this.delegation = new Delegation(
+      parts,
+      outcomes,
+      this.starting,
+      this.states,
+      deps.delegation ?? DEFAULT_DELEGATION_LIMITS,
+    ));
+    // What the machine tells the delegation inside a transaction: a delegating step entered (children are
+    // created), a change of state (a child that ended is joined; a parent takes its children along).
+    machine.hooks = {
+      entered: (tx, exec, workflow, step, next) => delegation.open(tx, exec, workflow, step, next),
+      transitioned: (tx, exec, from, to, reason) => delegation.transitioned(tx, exec, from, to, reason),
+    };
+    this.submission = new Submission(
+      parts,
+      outcomes,
+      this.approvals,
+      new StepChecks(parts),
+      commandPhase,
+      delegation,
+    );
     this.queries = new ExecutionQueries(deps.store, (exec) => machine.definition(exec));
   }
 
@@ -172,6 +194,8 @@ export class ExecutionService {
   /** workflow_resume: runs command steps left pending (a crash, a wait), then reports the current step. */
   async resume(executionId: string, caller: Caller): Promise<CurrentState> {
     await this.ready();
+    // A wait on children that ran out is settled before the answer says where things stand.
+    await this.delegation.look(executionId, caller.principal);
     return this.states.resume(executionId, caller);
   }
 }

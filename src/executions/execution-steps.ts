@@ -48,8 +48,31 @@ const FULL: Shown = { persona: true, meta: true };
  * The machinery every execution transition shares: pinned definitions, entering a step (or completing),
  * step views, tokens, state transitions and telemetry. Callers run it inside a store transaction.
  */
+/**
+ * What the parts above the machine are told of, inside the transaction (the service sets them): a
+ * delegating step entered (its children are created then), a change of state (a child that ended is
+ * joined, a parent that ends or pauses takes its children along).
+ */
+export interface MachineHooks {
+  entered?: (
+    tx: StoreWriter,
+    exec: ExecutionRecord,
+    workflow: Workflow,
+    step: PromptStep,
+    next: ReturnType<typeof nextStep>,
+  ) => Promise<void>;
+  transitioned?: (
+    tx: StoreWriter,
+    exec: ExecutionRecord,
+    from: ExecutionState,
+    to: ExecutionState,
+    reason: string | undefined,
+  ) => Promise<void>;
+}
+
 export class StepMachine {
   private readonly pinned = new Map<string, Workflow>();
+  hooks: MachineHooks = {};
 
   constructor(private readonly deps: StepMachineDeps) {}
 
@@ -161,6 +184,8 @@ export class StepMachine {
     }
     this.mintToken(exec, next.step.id, 0);
     await this.event(tx, 'token_generated', exec, next.step.id, { attempt: exec.token_attempt });
+    const prompt = next.step as PromptStep;
+    if (prompt.delegate !== undefined) await this.hooks.entered?.(tx, exec, workflow, prompt, next);
     return view;
   }
 
@@ -294,6 +319,7 @@ export class StepMachine {
       ...(who ?? {}),
     });
     if (to === 'failed') await this.event(tx, 'workflow_failed', exec, null, reason ? { reason } : null);
+    await this.hooks.transitioned?.(tx, exec, from, to, reason);
   }
 
   async event(

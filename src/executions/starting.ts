@@ -10,7 +10,7 @@ import type { Workflow } from '../model/workflow.js';
 import type { ExecutionRecord, StoreWriter } from '../store/execution-store.js';
 import type { CommandPhase } from './command-phase.js';
 import type { ServiceParts, StartInput } from './execution-deps.js';
-import { type Caller, nowIso, type Outcome } from './execution-model.js';
+import { type Caller, nowIso, type Outcome, type StepView } from './execution-model.js';
 import type { StateChanges } from './state-changes.js';
 import { promptSteps, type StepOutcomes } from './step-outcomes.js';
 
@@ -67,55 +67,82 @@ export class Starting {
     const started = await store.transaction(async (tx): Promise<Outcome | 'command'> => {
       const raced = await tx.getExecution(executionId);
       if (raced) return this.existingStart(raced, input.workflow_id, caller, tx);
-      const at = nowIso();
-      // The file's hash, or the expanded definition's when routines were expanded into it.
-      const pin = entry.definitionHash ?? entry.hash;
-      await tx.pinDefinition(pin, workflow.id, JSON.stringify(workflow));
-      this.machine.remember(pin, workflow);
-      const exec: ExecutionRecord = {
-        execution_id: executionId,
+      const { exec, view } = await this.create(tx, {
+        executionId,
         principal: caller.principal,
-        workflow_name: workflow.id,
-        definition_hash: pin,
-        state: 'idle',
-        current_step: null,
-        current_seq: 0,
-        completed_steps: [],
+        entry,
         context,
-        token_nonce: null,
-        token_attempt: 0,
-        token_issued_at: null,
-        token_expires_at: null,
-        started_at: at,
-        updated_at: at,
-        completed_at: null,
-        duration_ms: null,
-        metadata: {},
-      };
-      await tx.insertExecution(exec);
-      await this.machine.event(tx, 'workflow_created', exec, null, {
-        workflow_name: workflow.id,
-        definition_hash: pin,
       });
-      await this.machine.transition(tx, exec, 'running');
-      await this.machine.event(tx, 'workflow_started', exec, null, { workflow_name: workflow.id });
-      const view = await this.machine.enterStep(
-        tx,
-        exec,
-        workflow,
-        this.machine.walk(workflow, [], exec.context),
-      );
-      await tx.updateExecution(exec);
       if (view === 'command') return 'command';
-      return this.outcomes.outcome(exec, view, 'started', []);
+      return this.outcomes.answer(tx, exec, view, 'started', []);
     });
     if (started !== 'command') return started;
     const { runs } = await this.commandPhase.run(executionId, caller);
     return this.outcomes.afterCommands(executionId, runs, 'started');
   }
 
+  /**
+   * Creates an execution and enters its first step, in `tx`: a start, or a child a delegating step
+   * creates (with its parent and link). The definition is pinned by its hash; the execution is saved.
+   */
+  async create(
+    tx: StoreWriter,
+    spec: {
+      executionId: string;
+      principal: string;
+      entry: { workflow: Workflow; hash: string; definitionHash?: string | undefined };
+      context: Context;
+      parentId?: string;
+      metadata?: Record<string, unknown>;
+    },
+  ): Promise<{ exec: ExecutionRecord; view: StepView | undefined | 'command' }> {
+    const { workflow } = spec.entry;
+    const at = nowIso();
+    // The file's hash, or the expanded definition's when routines were expanded into it.
+    const pin = spec.entry.definitionHash ?? spec.entry.hash;
+    await tx.pinDefinition(pin, workflow.id, JSON.stringify(workflow));
+    this.machine.remember(pin, workflow);
+    const exec: ExecutionRecord = {
+      execution_id: spec.executionId,
+      principal: spec.principal,
+      workflow_name: workflow.id,
+      definition_hash: pin,
+      state: 'idle',
+      current_step: null,
+      current_seq: 0,
+      completed_steps: [],
+      context: spec.context,
+      token_nonce: null,
+      token_attempt: 0,
+      token_issued_at: null,
+      token_expires_at: null,
+      started_at: at,
+      updated_at: at,
+      completed_at: null,
+      duration_ms: null,
+      metadata: spec.metadata ?? {},
+      parent_id: spec.parentId ?? null,
+    };
+    await tx.insertExecution(exec);
+    await this.machine.event(tx, 'workflow_created', exec, null, {
+      workflow_name: workflow.id,
+      definition_hash: pin,
+      ...(spec.parentId !== undefined ? { parent_id: spec.parentId } : {}),
+    });
+    await this.machine.transition(tx, exec, 'running');
+    await this.machine.event(tx, 'workflow_started', exec, null, { workflow_name: workflow.id });
+    const view = await this.machine.enterStep(
+      tx,
+      exec,
+      workflow,
+      this.machine.walk(workflow, [], exec.context),
+    );
+    await tx.updateExecution(exec);
+    return { exec, view };
+  }
+
   /** Catalogs the workflow requires, and those its command steps name, must be installed and enabled. */
-  private checkRequirements(workflow: Workflow): void {
+  checkRequirements(workflow: Workflow): void {
     // A step naming a check this server will not run would strand the execution there: refuse now.
     const steps = promptSteps(workflow);
     const unknown = steps.filter(
@@ -190,6 +217,21 @@ export class Starting {
     }
     const current = await this.states.current(exec.execution_id, caller, tx);
     const paused = current.paused ? { paused: current.paused } : {};
+    if (current.view && current.delegation && current.state === 'running') {
+      return {
+        v: 1,
+        kind: 'delegated',
+        origin: 'existing',
+        execution_id: exec.execution_id,
+        workflow_id: exec.workflow_name,
+        state: current.state,
+        step_name: current.view.step_name,
+        view: current.view,
+        delegation: current.delegation,
+        token: current.token,
+        commands: [],
+      };
+    }
     return current.view
       ? {
           v: 1,

@@ -9,7 +9,7 @@ import {
   TRANSITIONS,
 } from '../engine/state-machine.js';
 import { isCommandStep } from '../model/workflow.js';
-import type { StoreWriter } from '../store/execution-store.js';
+import type { ExecutionRecord, StoreWriter } from '../store/execution-store.js';
 import type { Approvals } from './approvals.js';
 import type { CommandPhase } from './command-phase.js';
 import { waitingOn } from './command-phase.js';
@@ -26,12 +26,14 @@ import {
   pausePhrase,
   type StepView,
 } from './execution-model.js';
+import type { StepOutcomes } from './step-outcomes.js';
 
 export class StateChanges {
   constructor(
     private readonly parts: ServiceParts,
     private readonly approvals: Approvals,
     private readonly commandPhase: CommandPhase,
+    private readonly outcomes: StepOutcomes,
   ) {}
 
   private get deps() {
@@ -77,72 +79,7 @@ export class StateChanges {
         fail({ code: 'execution_not_found', message: 'Execution not found', executionId });
       }
       const from = exec.state;
-      const allowed = allowedFrom(from);
-      if (from === to || !canTransition(from, to) || !allowed.includes(to)) {
-        fail({
-          code: 'state_conflict',
-          message: 'State error',
-          executionId,
-          state: from,
-          allowed,
-          details: `cannot go from ${from} to ${to}; allowed from ${from}: ${allowed.join(', ') || 'none (terminal state)'}`,
-        });
-      }
-      const pause = pauseOf(exec.metadata);
-      if (
-        from === 'paused' &&
-        to === 'running' &&
-        pausedByPerson(pause) &&
-        how.via === 'agent' &&
-        !how.override
-      ) {
-        // A person's pause is theirs to lift: the agent waits, unless the principal explicitly overrides.
-        fail({
-          code: 'state_conflict',
-          message: 'State error',
-          executionId,
-          state: from,
-          allowed: ['abandoned'],
-          details: `${pausePhrase(pause)}: it stays paused until they resume it. Tell the user, then wait; workflow_resume shows when it runs again. Only if the user tells you to go on now, send workflow_set_state again with "override_pause": true`,
-          pausedBy: pause,
-        });
-      }
-      const by = how.by ?? caller.principal;
-      await this.machine.transition(tx, exec, to, reason, { by, via: how.via });
-      if (to === 'paused') {
-        const record: PauseRecord = {
-          by,
-          via: how.via,
-          at: exec.updated_at,
-          ...(reason !== undefined ? { reason } : {}),
-        };
-        exec.metadata = { ...exec.metadata, paused_by: record };
-      } else if (pause !== undefined) {
-        const { paused_by: _lifted, ...metadata } = exec.metadata;
-        exec.metadata = metadata;
-      }
-      if (isTerminal(to)) {
-        // An ended execution has nothing left to approve: the pending request is closed with it.
-        const waiting = await this.approvals.pending(tx, exec);
-        if (waiting !== undefined) {
-          waiting.status = 'rejected';
-          waiting.decided_by = `execution ${to}`;
-          waiting.decided_via = 'state';
-          waiting.decided_at = exec.updated_at;
-          waiting.reason = reason ?? null;
-          await tx.updateApproval(waiting);
-          const { awaiting_approval: _closed, ...metadata } = exec.metadata;
-          exec.metadata = metadata;
-        }
-        const row = await tx.getStep(executionId, exec.current_seq);
-        if (row && row.status === 'running') {
-          row.status = 'failed';
-          row.completed_at = exec.updated_at;
-          row.lease_owner = null;
-          row.lease_expires_at = null;
-          await tx.updateStep(row);
-        }
-      }
+      await this.apply(tx, exec, to, reason, caller.principal, how, allowedFrom);
       await tx.updateExecution(exec);
       return {
         execution_id: executionId,
@@ -151,6 +88,89 @@ export class StateChanges {
         allowed_next: [...allowedFrom(to)],
       };
     });
+  }
+
+  /**
+   * Moves an execution the caller holds (locked in `tx`) to `to`, as `move` checks it: the state table,
+   * a person's pause, who paused it; an end closes its pending approval and its running step. The
+   * delegation moves children with it (the parent's pause or end), as `principal` with `how`.
+   */
+  async apply(
+    tx: StoreWriter,
+    exec: ExecutionRecord,
+    to: ExecutionState,
+    reason: string | undefined,
+    principal: string,
+    how: StateChange,
+    allowedFrom: (from: ExecutionState) => readonly ExecutionState[] = requestableFrom,
+  ): Promise<void> {
+    const from = exec.state;
+    const allowed = allowedFrom(from);
+    if (from === to || !canTransition(from, to) || !allowed.includes(to)) {
+      fail({
+        code: 'state_conflict',
+        message: 'State error',
+        executionId: exec.execution_id,
+        state: from,
+        allowed,
+        details: `cannot go from ${from} to ${to}; allowed from ${from}: ${allowed.join(', ') || 'none (terminal state)'}`,
+      });
+    }
+    const pause = pauseOf(exec.metadata);
+    if (
+      from === 'paused' &&
+      to === 'running' &&
+      pausedByPerson(pause) &&
+      how.via === 'agent' &&
+      !how.override
+    ) {
+      // A person's pause is theirs to lift: the agent waits, unless the principal explicitly overrides.
+      fail({
+        code: 'state_conflict',
+        message: 'State error',
+        executionId: exec.execution_id,
+        state: from,
+        allowed: ['abandoned'],
+        details: `${pausePhrase(pause)}: it stays paused until they resume it. Tell the user, then wait; workflow_resume shows when it runs again. Only if the user tells you to go on now, send workflow_set_state again with "override_pause": true`,
+        pausedBy: pause,
+      });
+    }
+    const by = how.by ?? principal;
+    await this.machine.transition(tx, exec, to, reason, { by, via: how.via });
+    if (to === 'paused') {
+      const record: PauseRecord = {
+        by,
+        via: how.via,
+        at: exec.updated_at,
+        ...(reason !== undefined ? { reason } : {}),
+      };
+      exec.metadata = { ...exec.metadata, paused_by: record };
+    } else if (pause !== undefined) {
+      const { paused_by: _lifted, ...metadata } = exec.metadata;
+      exec.metadata = metadata;
+    }
+    if (isTerminal(to)) {
+      // An ended execution has nothing left to approve: the pending request is closed with it.
+      const waiting = await this.approvals.pending(tx, exec);
+      if (waiting !== undefined) {
+        waiting.status = 'rejected';
+        waiting.decided_by = `execution ${to}`;
+        waiting.decided_via = 'state';
+        waiting.decided_at = exec.updated_at;
+        waiting.reason = reason ?? null;
+        await tx.updateApproval(waiting);
+        const { awaiting_approval: _closed, ...metadata } = exec.metadata;
+        exec.metadata = metadata;
+      }
+      const row = await tx.getStep(exec.execution_id, exec.current_seq);
+      if (row && row.status === 'running') {
+        row.status = 'failed';
+        row.completed_at = exec.updated_at;
+        row.lease_owner = null;
+        row.lease_expires_at = null;
+        await tx.updateStep(row);
+      }
+    }
   }
 
   /** The current step with a usable token; an expired live token is replaced by a fresh one. */
@@ -205,12 +225,14 @@ export class StateChanges {
         view = machine.stepView(exec, workflow, nextStep(workflow, exec.completed_steps, exec.context), true);
       }
       const pause = exec.state === 'paused' ? pauseOf(exec.metadata) : undefined;
+      const delegation = view ? await this.outcomes.delegationView(tx, exec) : undefined;
       return {
         ...base,
         on_command: false,
         ...(view ? { view } : {}),
         ...(approval ? { approval } : {}),
         ...(pause ? { paused: pause } : {}),
+        ...(delegation ? { delegation } : {}),
         token: view && exec.state === 'running' ? machine.liveToken(exec) : null,
       };
     };

@@ -4,13 +4,15 @@ import { stepFill } from '../engine/fill.js';
 import { allStepIds, findPromptStep, nextStep } from '../engine/next-step.js';
 import type { ValidationResult } from '../engine/validation-engine.js';
 import { type checkSubmission, recordDecision } from '../engine/workrail.js';
-import type { PromptStep, Workflow } from '../model/workflow.js';
-import type { ExecutionRecord, StepRecord, StoreWriter } from '../store/execution-store.js';
+import { DELEGATION_MAX_CHILDREN, type PromptStep, type Workflow } from '../model/workflow.js';
+import type { ExecutionRecord, StepRecord, StoreReader, StoreWriter } from '../store/execution-store.js';
 import type { CheckResult } from './checks.js';
+import { delegationOf, joinProgress, parentOf } from './delegation-model.js';
 import type { ServiceParts } from './execution-deps.js';
 import {
   type approvalView,
   type CommandRun,
+  type DelegationView,
   nowIso,
   type Outcome,
   outputForTemplates,
@@ -77,11 +79,15 @@ export class StepOutcomes {
     step: PromptStep,
     row: StepRecord,
     why: {
-      reason: 'validation' | 'approval';
+      reason: 'validation' | 'approval' | 'delegation';
       validation: ValidationResult;
       named: string[];
       at: string;
-      extra: { check?: CheckResult; approval?: ReturnType<typeof approvalView> };
+      extra: {
+        check?: CheckResult;
+        approval?: ReturnType<typeof approvalView>;
+        delegation?: DelegationView;
+      };
     },
   ): Promise<Outcome> {
     const { machine } = this;
@@ -153,11 +159,74 @@ export class StepOutcomes {
     await tx.updateExecution(exec);
     return view === 'command'
       ? { v: 1, kind: 'pending', execution_id: exec.execution_id, done_step: step.id }
-      : this.outcome(exec, view, 'advanced', [], step.id);
+      : this.answer(tx, exec, view, 'advanced', [], step.id);
   }
 
   // ------------------------------------------------------------------------------------------
   // Approvals: a step output a person must clear
+
+  /**
+   * The outcome to answer, read in the transaction: a step, the end, or, when the step the execution is
+   * on hands its work to children, the delegation with each child's call (their tokens are read here).
+   */
+  async answer(
+    tx: StoreWriter,
+    exec: ExecutionRecord,
+    view: StepView | undefined,
+    origin: 'started' | 'advanced' | 'existing',
+    commands: CommandRun[],
+    doneStep?: string,
+  ): Promise<Outcome> {
+    const delegation = view !== undefined ? await this.delegationView(tx, exec) : undefined;
+    if (view === undefined || delegation === undefined)
+      return this.outcome(exec, view, origin === 'existing' ? 'advanced' : origin, commands, doneStep);
+    return {
+      v: 1,
+      kind: 'delegated',
+      origin,
+      execution_id: exec.execution_id,
+      workflow_id: exec.workflow_name,
+      state: exec.state,
+      step_name: view.step_name,
+      view,
+      delegation,
+      token: exec.state === 'running' ? this.machine.liveToken(exec) : null,
+      commands,
+      ...(doneStep !== undefined ? { done_step: doneStep } : {}),
+    };
+  }
+
+  /** The open delegation of the execution's current step, with each child's state and call; else undefined. */
+  async delegationView(tx: StoreReader, exec: ExecutionRecord): Promise<DelegationView | undefined> {
+    const d = delegationOf(exec.metadata);
+    if (d === undefined || d.step !== exec.current_step || d.seq !== exec.current_seq) return undefined;
+    const records = new Map(
+      (await tx.listExecutions({ parent_id: exec.execution_id, limit: DELEGATION_MAX_CHILDREN * 2 })).map(
+        (c) => [c.execution_id, c],
+      ),
+    );
+    return {
+      step_name: d.step,
+      join: d.join,
+      into: d.into,
+      deadline: d.deadline,
+      progress: joinProgress(d),
+      children: d.children.map((entry) => {
+        const child = records.get(entry.execution_id);
+        const live = child !== undefined && child.state === 'running';
+        const token = live ? this.machine.liveToken(child) : null;
+        return {
+          name: entry.name,
+          execution_id: entry.execution_id,
+          workflow_id: entry.workflow_id,
+          state: child?.state ?? entry.state,
+          ...(entry.model_tier !== undefined ? { model_tier: entry.model_tier } : {}),
+          token,
+          on_command: live && token === null && child.current_step !== null,
+        };
+      }),
+    };
+  }
 
   outcome(
     exec: ExecutionRecord,
@@ -176,10 +245,12 @@ export class StepOutcomes {
       ...(doneStep !== undefined ? { done_step: doneStep } : {}),
     };
     if (view) return { ...common, kind: 'step', view, token: this.machine.liveToken(exec) };
+    const link = parentOf(exec.metadata);
     return {
       ...common,
       kind: 'ended',
       ...('final_output' in exec.metadata ? { final_output: exec.metadata.final_output } : {}),
+      ...(link !== undefined ? { parent: { execution_id: link.execution_id, name: link.name } } : {}),
     };
   }
 
@@ -201,7 +272,7 @@ export class StepOutcomes {
       const view = onAgentStep
         ? this.machine.stepView(exec, workflow, nextStep(workflow, exec.completed_steps, exec.context))
         : undefined;
-      return this.outcome(exec, view, origin, runs, doneStep);
+      return this.answer(tx, exec, view, origin, runs, doneStep);
     });
   }
 }

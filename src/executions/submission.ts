@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { asRecord, type Context } from '../engine/conditions.js';
 import { checkContextValues } from '../engine/context-needs.js';
 import { DomainFailure, fail } from '../engine/errors.js';
-import { findPromptStep, type nextStep } from '../engine/next-step.js';
+import { findPromptStep, nextStep } from '../engine/next-step.js';
 import { requestableFrom } from '../engine/state-machine.js';
 import type { ValidationResult } from '../engine/validation-engine.js';
 import { checkSubmission, withSubmissionCheck } from '../engine/workrail.js';
@@ -13,6 +13,8 @@ import { type Approvals, DECIDED } from './approvals.js';
 import { endClaim } from './check-claims.js';
 import type { CheckResult } from './checks.js';
 import type { CommandPhase } from './command-phase.js';
+import type { Delegation } from './delegation.js';
+import { delegationOf } from './delegation-model.js';
 import type { ServiceParts } from './execution-deps.js';
 import {
   type Caller,
@@ -37,6 +39,7 @@ export class Submission {
     private readonly approvals: Approvals,
     private readonly checks: StepChecks,
     private readonly commandPhase: CommandPhase,
+    private readonly delegation: Delegation,
   ) {}
 
   private get deps() {
@@ -210,6 +213,15 @@ export class Submission {
         const decided = await this.approvals.expireIfDue(tx, exec, waiting);
         if (decided !== undefined) return decided;
         return this.approvals.awaiting(exec, waiting);
+      }
+      // Waiting on child executions: the token polls the join; only the join moves the step.
+      if (delegationOf(exec.metadata)?.step === exec.current_step) {
+        const decided = await this.delegation.settle(tx, exec);
+        await tx.updateExecution(exec);
+        if (decided !== undefined) return decided;
+        const workflow = await machine.definition(exec, tx);
+        const view = machine.stepView(exec, workflow, nextStep(workflow, exec.completed_steps, exec.context));
+        return this.outcomes.answer(tx, exec, view, 'advanced', []);
       }
       await machine.event(tx, 'token_validated', exec, exec.current_step, { attempt: payload.attempt });
       const workflow = await machine.definition(exec, tx);

@@ -91,6 +91,15 @@ export function formatDuration(ms: number): string {
 /** The longest an approval may wait before it counts as rejected (7 days). */
 export const APPROVAL_MAX_TIMEOUT_MS = 604_800_000;
 
+/** The longest a delegating step waits for its children before the wait times out (7 days). */
+export const DELEGATION_MAX_TIMEOUT_MS = 604_800_000;
+
+/** Most child executions one delegating step creates (a fixed list, a count, or one per list item). */
+export const DELEGATION_MAX_CHILDREN = 50;
+
+/** A child's name within its step: it names the child's results in the parent's context. */
+export const CHILD_NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,63}$';
+
 /** A check name: the key of an operator-defined check (WORKFLOWLOOKUP_CHECKS_FILE). */
 export const CHECK_NAME_PATTERN = '^[a-z0-9][a-z0-9_.-]{0,63}$';
 
@@ -536,7 +545,9 @@ function buildSchemas() {
         .min(1)
         .max(50)
         .optional()
-        .describe("Principals who may decide besides the execution's owner (each needs the approve scope)"),
+        .describe(
+          "Principals who decide instead of the execution's owner, among those the server's operator names (WORKFLOWLOOKUP_APPROVERS); others are ignored",
+        ),
       timeout: durationSchema(APPROVAL_MAX_TIMEOUT_MS)
         .optional()
         .describe('No decision by then rejects the output (default: waits until someone decides)'),
@@ -556,6 +567,126 @@ function buildSchemas() {
     })
     .describe(
       'A check the server runs when the agent submits the step: the step advances only when it passes',
+    );
+
+  const ChildContextSchema = z
+    .record(z.string(), z.unknown())
+    .describe('Context the child execution starts with (values may use ${{ }} templates over the parent)');
+
+  const DelegateChildSchema = z
+    .strictObject({
+      name: z
+        .string()
+        .regex(new RegExp(CHILD_NAME_PATTERN))
+        .describe("The child's name: its results are gathered under it"),
+      workflow: IdSchema.optional().describe("The workflow this child runs (default: the delegation's)"),
+      context: ChildContextSchema.optional(),
+      runCondition: ConditionSchema.optional().describe('The child is created only when this holds'),
+      modelTier: ModelTierSchema.optional(),
+    })
+    .describe('One child execution');
+
+  const DelegateSchema = z
+    .strictObject({
+      workflow: IdSchema.optional().describe(
+        'The workflow (or routine) each child runs, unless a child names its own',
+      ),
+      children: z
+        .array(DelegateChildSchema)
+        .min(1)
+        .max(DELEGATION_MAX_CHILDREN)
+        .optional()
+        .describe('A fixed list of children'),
+      count: z
+        .number()
+        .int()
+        .min(1)
+        .max(DELEGATION_MAX_CHILDREN)
+        .optional()
+        .describe('That many identical children (named 1, 2, ...)'),
+      forEach: z
+        .string()
+        .min(1)
+        .max(200)
+        .optional()
+        .describe('One child per item of this context list (it must be set before the step)'),
+      as: z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/)
+        .optional()
+        .describe('With forEach: the context name each child finds its item under (default item)'),
+      context: ChildContextSchema.optional(),
+      join: z
+        .union([
+          z.enum(['all', 'any']),
+          z.strictObject({ atLeast: z.number().int().min(1).max(DELEGATION_MAX_CHILDREN) }),
+        ])
+        .optional()
+        .describe('When the step is done: all children completed (default), any one, or at least N'),
+      onChildFailure: z
+        .enum(['fail', 'continue'])
+        .optional()
+        .describe(
+          'When failed or abandoned children make the join impossible: fail the execution (default), or continue with the children that completed',
+        ),
+      timeout: durationSchema(DELEGATION_MAX_TIMEOUT_MS)
+        .optional()
+        .describe(
+          'How long the orchestrator waits before the wait times out (recorded; a fresh token waits again)',
+        ),
+      into: z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/)
+        .optional()
+        .describe("Where the children's results go in the context (default: the step id)"),
+    })
+    .superRefine((d, ctx) => {
+      const kinds = [d.children, d.count, d.forEach].filter((k) => k !== undefined).length;
+      if (kinds !== 1)
+        ctx.addIssue({
+          code: 'custom',
+          path: [],
+          message: 'give exactly one of children, count and forEach',
+          params: { rule: 'delegateChildren' },
+        });
+      if (
+        d.workflow === undefined &&
+        (d.children === undefined || d.children.some((c) => c.workflow === undefined))
+      )
+        ctx.addIssue({
+          code: 'custom',
+          path: ['workflow'],
+          message: 'name the workflow the children run (here, or on every child)',
+          params: { rule: 'delegateWorkflow' },
+        });
+      const names = (d.children ?? []).map((c) => c.name);
+      const twice = names.find((n, i) => names.indexOf(n) !== i);
+      if (twice !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['children'],
+          message: `two children are named "${twice}"`,
+          params: { rule: 'delegateChildNames' },
+        });
+      if (d.as !== undefined && d.forEach === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['as'],
+          message: '`as` goes with forEach',
+          params: { rule: 'delegateAs' },
+        });
+      const least = typeof d.join === 'object' ? d.join.atLeast : undefined;
+      const known = d.children?.length ?? d.count;
+      if (least !== undefined && known !== undefined && least > known)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['join', 'atLeast'],
+          message: `atLeast ${least} of ${known} children can never hold`,
+          params: { rule: 'delegateJoin' },
+        });
+    })
+    .describe(
+      'The step hands its work to child executions the server creates, tracks and joins: each child runs a workflow for a subagent; the step is done when the join holds, with their results in the context',
     );
 
   const PromptStepSchema = z
@@ -583,6 +714,7 @@ function buildSchemas() {
       validationCriteria: ValidationCriteriaSchema.optional(),
       verify: VerifySchema.optional(),
       approval: ApprovalSchema.optional(),
+      delegate: DelegateSchema.optional(),
       depends_on: DependsOnSchema,
       ...workrailStepFields,
     })
@@ -598,6 +730,16 @@ function buildSchemas() {
           message: 'a parallel step needs at least one of parallelDelegations',
           params: { rule: 'parallelStep' },
         });
+      // A delegating step's work is its children's: no output of its own to check, verify or approve.
+      for (const field of ['validationCriteria', 'verify', 'approval', 'outputContract'] as const) {
+        if (step.delegate !== undefined && step[field] !== undefined)
+          ctx.addIssue({
+            code: 'custom',
+            path: [field],
+            message: `a delegating step has no output of its own for ${field}: put it on the children's workflow, or on a step after this one`,
+            params: { rule: 'delegateAlone' },
+          });
+      }
       if (sources === 0 && step.type !== 'parallel')
         ctx.addIssue({ code: 'invalid_type', expected: 'string', input: undefined, path: ['prompt'] });
       else if (sources > 1)

@@ -531,6 +531,30 @@ export const ERROR_TABLE: { [C in DomainErrorCode]: Mapping<C> } = {
     legacy: (e) => defined({ workflowId: e.workflowId, stepId: e.stepId, details: e.details }),
     context: (e) => defined({ workflow_id: e.workflowId, step_id: e.stepId }),
   },
+  delegation_refused: {
+    // A bound of the server (how deep, how many open) or the step's own template: the call itself was fine.
+    rpc: RpcCode.ServerError,
+    title: 'Delegation refused',
+    error_code: 'DELEGATION_REFUSED',
+    category: 'execution',
+    retryable: false,
+    action: (e) =>
+      e.reason === 'fan_out'
+        ? 'Finish or abandon open child executions (workflow_executions lists them), then send the same call again.'
+        : e.reason === 'depth'
+          ? 'The child workflows delegate too deep for this server: give the deepest level work of its own instead of delegating again, or ask the operator to raise WORKFLOWLOOKUP_MAX_DELEGATION_DEPTH.'
+          : "Fix the step's delegate context (workflow_get shows the source), then start again.",
+    fix: (e) => (e.reason === 'fan_out' ? [next('workflow_executions', {})] : []),
+    legacy: (e) =>
+      defined({
+        executionId: e.executionId,
+        workflowId: e.workflowId,
+        stepId: e.stepId,
+        reason: e.reason,
+        limit: e.limit,
+      }),
+    context: (e) => ({ run_id: e.executionId, workflow_id: e.workflowId, step_id: e.stepId }),
+  },
   tests_too_large: {
     // The tests given are more than the call may run: its arguments, as -32602 says, not the server's state.
     rpc: RpcCode.InvalidParams,

@@ -44,6 +44,8 @@ export interface ExecutionRecord {
   completed_at: string | null;
   duration_ms: number | null;
   metadata: Record<string, unknown>;
+  /** The execution that delegated to this one (a child execution), or null; it never changes. */
+  parent_id: string | null;
 }
 
 export type StepStatus = 'pending' | 'running' | 'completed' | 'failed';
@@ -154,6 +156,8 @@ export interface DefinitionRecord {
 export interface ExecutionFilter {
   principal?: string;
   workflow_name?: string;
+  /** Only the children of this execution. */
+  parent_id?: string;
   states?: readonly ExecutionState[];
   limit: number;
 }
@@ -195,6 +199,7 @@ export type ExecutionHead = Pick<
   | 'updated_at'
   | 'completed_at'
   | 'duration_ms'
+  | 'parent_id'
 >;
 
 export interface TelemetryFilter {
@@ -308,6 +313,8 @@ export interface ExecutionPageOptions {
 
 export interface StoreReader {
   getExecution(id: string): Promise<ExecutionRecord | undefined>;
+  /** How many child executions of a principal are not finished (idle, running or paused): the fan-out cap. */
+  countOpenChildren(principal: string): Promise<number>;
   listExecutions(filter: ExecutionFilter): Promise<ExecutionRecord[]>;
   getSteps(executionId: string): Promise<StepRecord[]>;
   getStep(executionId: string, seq: number): Promise<StepRecord | undefined>;

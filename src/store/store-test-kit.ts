@@ -154,6 +154,7 @@ export function execution(overrides: Partial<ExecutionRecord> = {}): ExecutionRe
     completed_at: null,
     duration_ms: null,
     metadata: {},
+    parent_id: null,
     ...overrides,
   };
 }

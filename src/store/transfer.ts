@@ -178,6 +178,8 @@ export const ExecutionBundleSchema = z.object({
     completed_at: time.nullable(),
     duration_ms: z.number().int().nullable(),
     metadata: record,
+    // Exports written before delegation have no parent: null.
+    parent_id: z.string().nullable().default(null),
   }),
   steps: z.array(
     z.object({

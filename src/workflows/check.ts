@@ -7,6 +7,12 @@ import {
   type ValidationCriterion,
   type Workflow,
 } from '../model/workflow.js';
+import {
+  delegatingParallelSteps,
+  delegationViolations,
+  parallelStepWarnings,
+  type ServedWorkflows,
+} from './delegation.js';
 import { lint } from './lint.js';
 import { type Locator, NO_LOCATION, type Position } from './locate.js';
 import { type DefinitionFormat, parseDefinition } from './parse.js';
@@ -61,6 +67,14 @@ export interface CheckPolicy {
    * is refused at workflow_start). The app's check policy (app.ts) always says.
    */
   knownChecks?: ReadonlySet<string> | 'none' | undefined;
+  /**
+   * The workflows this server serves (the registry, once ready), for delegations: every workflow a
+   * delegating step names must be one of them (`unknownChildWorkflow`) and no chain of delegations may
+   * lead back to the definition (`delegationCycle`), both errors (`strict`); a WorkRail parallel step
+   * whose workflowIds are not all served stays text, a warning (`unresolvedDelegation`, `authoring`).
+   * Absent: not looked at (the registry judges its files against each other once every source is read).
+   */
+  workflows?: ServedWorkflows | undefined;
 }
 
 /** A definition as text (a file, tool content) or as an already parsed value (tool `manifest`). */
@@ -196,6 +210,7 @@ export async function checkDefinition(
     ...unevaluableContracts(model, engine),
     ...envViolations(model, policy.allowedEnv ?? new Set()),
     ...(typeof policy.knownChecks === 'object' ? unknownChecks(model, policy.knownChecks) : []),
+    ...(policy.workflows !== undefined ? delegationViolations(model, policy.workflows) : []),
   ].filter((f) => salvaged === undefined || holdsForText(f, salvaged));
   const all = [...errors, ...strict];
   if (level === 'strict' || !result.ok) return finish(stageOf(all));
@@ -204,8 +219,15 @@ export async function checkDefinition(
   return finish({
     ...stageOf(all),
     warnings: [
-      ...lint(result.workflow, policy.knownAgents),
+      ...lint(
+        result.workflow,
+        policy.knownAgents,
+        policy.workflows !== undefined
+          ? delegatingParallelSteps(result.workflow, policy.workflows)
+          : undefined,
+      ),
       ...(policy.knownChecks === 'none' ? unrunnableChecks(result.workflow) : []),
+      ...(policy.workflows !== undefined ? parallelStepWarnings(result.workflow, policy.workflows) : []),
     ],
   });
 }

@@ -19,9 +19,14 @@ type Finding = Violation;
 
 /**
  * Warnings: constructs that are legal but probably unintended (undocumented or unused variables,
- * unreachable steps, unknown personas). They never make a definition invalid.
+ * unreachable steps, unknown personas). They never make a definition invalid. `delegatingParallel`: the
+ * WorkRail parallel steps that run as child executions here (their delegations draw no workrailInert).
  */
-export function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | undefined): Finding[] {
+export function lint(
+  workflow: Workflow,
+  knownAgents: ReadonlySet<string> | undefined,
+  delegatingParallel?: ReadonlySet<string>,
+): Finding[] {
   const out: Finding[] = [];
   const provided = serverOwnedKeys(workflow);
   const needs = contextNeeds(workflow);
@@ -86,6 +91,11 @@ export function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | unde
     step.promptFragments?.forEach((fragment, k) => {
       if (fragment.when !== undefined) reads(fragment.when, `${path}/promptFragments/${k}/when`);
     });
+    // A fan-out reads its list as a forEach loop does; a child's condition as a runCondition.
+    if (step.delegate?.forEach !== undefined) checkVar(step.delegate.forEach, `${path}/delegate/forEach`);
+    step.delegate?.children?.forEach((child, k) => {
+      reads(child.runCondition, `${path}/delegate/children/${k}/runCondition`);
+    });
     if (step.runCondition !== undefined && !satisfiable(step.runCondition)) {
       out.push({
         path: `${path}/runCondition`,
@@ -131,7 +141,7 @@ export function lint(workflow: Workflow, knownAgents: ReadonlySet<string> | unde
       });
     }
   });
-  out.push(...workrailWarnings(workflow));
+  out.push(...workrailWarnings(workflow, (step) => delegatingParallel?.has(step.id) === true));
   return out;
 }
 
@@ -141,6 +151,8 @@ function unsetMeaning(v: ContextVariable): string {
   for (const read of v.reads) {
     if (read.what === 'items' || read.what === 'count')
       effects.add(`loop "${read.step}" refuses to start (PRECONDITION_FAILED)`);
+    else if (read.what === 'children')
+      effects.add(`step "${read.step}" refuses to start its children (PRECONDITION_FAILED)`);
     else if (read.what === 'loop')
       effects.add(
         v.loop?.type === 'until'

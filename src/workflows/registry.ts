@@ -4,11 +4,13 @@ import { DomainFailure, fail } from '../engine/errors.js';
 import { didYouMean, nearestNames } from '../engine/nearest.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
 import { expandTemplateCalls, routineIdsOf } from '../engine/workrail.js';
+import { mapParallelSteps } from '../engine/workrail-parallel.js';
 import type { Violation } from '../model/violation.js';
-import { DEFAULT_CATEGORY } from '../model/workflow.js';
+import { DEFAULT_CATEGORY, type Workflow } from '../model/workflow.js';
 import type { RuntimeDocumentStore } from '../store/runtime-documents.js';
 import { type CheckReport, checkDefinition, DEFINITION_LIMITS, oversize } from './check.js';
 import type { DefinitionCache, FileStamp } from './definition-cache.js';
+import { registryDelegationFailures } from './delegation.js';
 import type { BrokenWorkflow, LoadedWorkflow, RegistryEntry } from './entry.js';
 import { type DefinitionFormat, formatOf, isDefinitionFile } from './parse.js';
 import {
@@ -517,6 +519,7 @@ export class WorkflowRegistry {
       engine: this.engine,
       allowedEnv: this.allowedEnv,
       knownAgents,
+      workflows: this,
     });
   }
 
@@ -534,14 +537,11 @@ export class WorkflowRegistry {
    * Expands the templateCalls of every served workflow into the steps of the routine they name, when
    * that routine (`wr.routine-<name>`) is served too; a workflow whose expansion fails is broken.
    */
-  private expandRoutines(byId: Map<string, RegistryEntry>, broken: BrokenWorkflow[]): void {
-    const routineOf = (templateId: string) => {
-      for (const id of routineIdsOf(templateId)) {
-        const entry = byId.get(id);
-        if (entry?.status === 'valid') return entry.workflow;
-      }
-      return undefined;
-    };
+  private expandRoutines(
+    byId: Map<string, RegistryEntry>,
+    broken: BrokenWorkflow[],
+    routineOf: (templateId: string) => Workflow | undefined,
+  ): void {
     for (const [id, entry] of byId) {
       if (entry.status !== 'valid') continue;
       const result = expandTemplateCalls(entry.workflow, routineOf);
@@ -556,6 +556,38 @@ export class WorkflowRegistry {
           definitionHash: contentVersion(JSON.stringify(result.workflow)),
         });
       }
+    }
+  }
+
+  /**
+   * Judges the delegations of the served workflows against each other (as their files define them): a
+   * workflow that delegates to one no source serves, or that is broken, or whose delegations lead back to
+   * it, is broken. Then the WorkRail parallel steps whose delegations all name served workflows become
+   * delegating steps (with their synthesis steps).
+   */
+  private resolveDelegations(
+    byId: Map<string, RegistryEntry>,
+    broken: BrokenWorkflow[],
+    files: ReadonlyMap<string, Workflow>,
+    routineOf: (templateId: string) => Workflow | undefined,
+  ): void {
+    const valid = new Map([...files].filter(([id]) => byId.get(id)?.status === 'valid'));
+    for (const [id, violations] of registryDelegationFailures(valid, byId, routineOf)) {
+      const entry = byId.get(id) as RegistryEntry;
+      const failed = brokenEntry(entry.file, entry.source, violations, id);
+      byId.set(id, failed);
+      broken.push(failed);
+    }
+    const serves = (id: string) => byId.get(id)?.status === 'valid';
+    for (const [id, entry] of byId) {
+      if (entry.status !== 'valid') continue;
+      const result = mapParallelSteps(entry.workflow, serves);
+      if (!result.mapped) continue;
+      byId.set(id, {
+        ...entry,
+        workflow: result.workflow,
+        definitionHash: contentVersion(JSON.stringify(result.workflow)),
+      });
     }
   }
 
@@ -611,7 +643,18 @@ export class WorkflowRegistry {
         byId.set(id, entry);
       }
     }
-    this.expandRoutines(byId, broken);
+    const routineOf = (templateId: string) => {
+      for (const id of routineIdsOf(templateId)) {
+        const entry = byId.get(id);
+        if (entry?.status === 'valid') return entry.workflow;
+      }
+      return undefined;
+    };
+    // The served workflows as their files define them, before templateCalls expand.
+    const files = new Map<string, Workflow>();
+    for (const [id, entry] of byId) if (entry.status === 'valid') files.set(id, entry.workflow);
+    this.expandRoutines(byId, broken, routineOf);
+    this.resolveDelegations(byId, broken, files, routineOf);
     const summaries: WorkflowSummary[] = [];
     for (const entry of byId.values()) {
       if (entry.status !== 'valid') continue;

@@ -282,6 +282,14 @@ export function templatePlaces(workflow: Workflow): { path: string; value: unkno
       if (step.promptFragments !== undefined)
         places.push({ path: `${path}/promptFragments`, value: step.promptFragments, before });
       if (step.guidance) places.push({ path: `${path}/guidance`, value: step.guidance, before });
+      // A delegation's context is rendered for its children when the step is reached.
+      const d = step.delegate;
+      if (d?.context !== undefined)
+        places.push({ path: `${path}/delegate/context`, value: d.context, before });
+      d?.children?.forEach((child, k) => {
+        if (child.context !== undefined)
+          places.push({ path: `${path}/delegate/children/${k}/context`, value: child.context, before });
+      });
     }
     if (!order.has(step.id)) order.set(step.id, order.size);
   };

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ValidationEngine } from '../../src/engine/validation-engine.js';
 import { Approvals } from '../../src/executions/approvals.js';
 import { CommandPhase } from '../../src/executions/command-phase.js';
+import { DEFAULT_DELEGATION_LIMITS, Delegation } from '../../src/executions/delegation.js';
 import type { ExecutionDeps, ServiceParts } from '../../src/executions/execution-deps.js';
 import { localCaller } from '../../src/executions/execution-model.js';
 import { StepMachine } from '../../src/executions/execution-steps.js';
@@ -89,9 +90,14 @@ export function assemble(kit: PartsKit) {
   const outcomes = new StepOutcomes(parts);
   const approvals = new Approvals(parts, outcomes);
   const phase = new CommandPhase(parts.machine, parts.deps.commands);
-  const states = new StateChanges(parts, approvals, phase);
+  const states = new StateChanges(parts, approvals, phase, outcomes);
   const starting = new Starting(parts, outcomes, states, phase);
   const checks = new StepChecks(parts);
-  const submission = new Submission(parts, outcomes, approvals, checks, phase);
-  return { outcomes, approvals, states, starting, checks, submission };
+  const delegation = new Delegation(parts, outcomes, starting, states, DEFAULT_DELEGATION_LIMITS);
+  parts.machine.hooks = {
+    entered: (tx, exec, workflow, step, next) => delegation.open(tx, exec, workflow, step, next),
+    transitioned: (tx, exec, from, to, reason) => delegation.transitioned(tx, exec, from, to, reason),
+  };
+  const submission = new Submission(parts, outcomes, approvals, checks, phase, delegation);
+  return { outcomes, approvals, states, starting, checks, submission, delegation };
 }

@@ -5,6 +5,7 @@
 // workflow_next_step call of `next`, ready to send.
 import {
   type CurrentState,
+  type DelegationView,
   type Outcome,
   type PauseRecord,
   pausedByPerson,
@@ -66,6 +67,37 @@ export const resumeCall = (executionId: string) => next('workflow_resume', { exe
 export const pollApproval = (token: string) =>
   next('workflow_next_step', { token, output: { summary: 'waiting for approval' } });
 
+/** Waiting on a delegating step's children: the parent's token with any output polls the join. */
+export const pollChildren = (token: string) =>
+  next('workflow_next_step', { token, output: { summary: 'waiting for the children' } });
+
+/** What an answer says of a delegation: the join and each child (never a child's token: that is in next). */
+export function delegationFacts(d: DelegationView) {
+  return {
+    join: d.join,
+    into: d.into,
+    deadline: d.deadline,
+    progress: d.progress,
+    children: d.children.map(({ token: _token, on_command: _command, ...child }) => child),
+  };
+}
+
+/** The calls of a delegation: one per open child for a subagent of its own, then the wait, last. */
+export function delegatedCalls(executionId: string, d: DelegationView, token: string | null): NextCall[] {
+  const open = d.children.filter((c) => c.state === 'running' || c.state === 'idle');
+  return [
+    ...open.map((c) => resumeCall(c.execution_id)),
+    token ? pollChildren(token) : resumeCall(executionId),
+  ];
+}
+
+function delegatedWords(d: DelegationView): string {
+  const open = d.children.filter((c) => c.state === 'running' || c.state === 'idle').length;
+  if (open === 0)
+    return `Step '${d.step_name}' handed its work to ${d.children.length} child executions: ${d.progress}. Send the call in next: it takes their results and hands out the next step.`;
+  return `Step '${d.step_name}' hands its work to ${d.children.length} child executions, each its own workflow run with its own token: ${d.progress}. Give each call in next but the last to a subagent of its own (it gets its first step by sending it, then follows that answer's next), or do them yourself one after another. Then send the last call: it waits on the children (the same answer until the join holds) and then hands out the next step with their results in context.${d.into}.`;
+}
+
 /** A paused execution goes on only after it is set running again (a person may have paused it). */
 export const unpauseCall = (executionId: string) =>
   next('workflow_set_state', { execution_id: executionId, state: 'running' });
@@ -115,6 +147,32 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
       ...(outcome.check ? { check: outcome.check } : {}),
       ...(outcome.token ? { new_token: outcome.token } : {}),
       next: outcome.token ? [pollApproval(outcome.token)] : [resumeCall(outcome.execution_id)],
+    };
+  }
+  if (outcome.kind === 'delegated') {
+    return {
+      success: true,
+      ...base,
+      step_name: outcome.step_name,
+      step_status: 'delegated',
+      message: `${outcome.origin === 'started' ? `Workflow '${outcome.workflow_id}' started. ` : outcome.done_step !== undefined ? `Step '${outcome.done_step}' done. ` : ''}${delegatedWords(outcome.delegation)}`,
+      ...leanStep(outcome.view),
+      delegation: delegationFacts(outcome.delegation),
+      ...(outcome.token ? { new_token: outcome.token } : {}),
+      next: delegatedCalls(outcome.execution_id, outcome.delegation, outcome.token),
+    };
+  }
+  if (outcome.kind === 'rejected' && outcome.delegation !== undefined) {
+    // The wait on the children timed out: recorded; the fresh token waits again.
+    return {
+      success: false,
+      ...base,
+      step_name: outcome.step_name,
+      validation: outcome.validation,
+      message: `Step '${outcome.step_name}' waited on its children past its timeout: ${outcome.validation.issues.join('; ')}. ${delegatedWords(outcome.delegation)}`,
+      delegation: delegationFacts(outcome.delegation),
+      ...(outcome.token ? { new_token: outcome.token } : {}),
+      next: delegatedCalls(outcome.execution_id, outcome.delegation, outcome.token),
     };
   }
   if (outcome.kind === 'rejected') {
@@ -180,6 +238,10 @@ export function presentOutcome(outcome: Outcome): Record<string, unknown> {
       message += ` ${pausedWords(outcome.paused)}`;
       calls = [afterPause(outcome.execution_id, outcome.paused)];
     }
+  } else if (outcome.parent !== undefined) {
+    // A child's work is its subagent's: done here; the orchestrator collects it from the parent.
+    message = `${lead} Child execution "${outcome.parent.name}" is ${outcome.state}: its results went to its parent execution ${outcome.parent.execution_id}. If you are the subagent it was handed to, report that and stop; if you are doing the children yourself, send the call in next to go back to the parent.`;
+    calls = [resumeCall(outcome.parent.execution_id)];
   } else if (outcome.commands.length > 0) {
     message = `${lead} ${ranCommands(outcome.commands.length)}; workflow completed successfully.`;
   } else {
@@ -228,6 +290,17 @@ export function presentCurrent(current: CurrentState) {
     };
   }
   const view = current.view;
+  if (view && current.delegation && current.token && !paused) {
+    return {
+      ...base,
+      step_status: 'delegated',
+      ...leanStep(view),
+      continuation_token: current.token,
+      instructions: delegatedWords(current.delegation),
+      delegation: delegationFacts(current.delegation),
+      next: delegatedCalls(current.execution_id, current.delegation, current.token),
+    };
+  }
   if (view && current.approval && current.token && !paused) {
     return {
       ...base,

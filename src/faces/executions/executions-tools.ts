@@ -79,7 +79,7 @@ const CommandRunSchema = z
 const PausedBySchema = z
   .object({
     by: z.string().describe('Who paused it'),
-    via: z.enum(['dashboard', 'agent']).describe('From where'),
+    via: z.enum(['dashboard', 'agent', 'parent']).describe('From where'),
     at: z.string().describe('When'),
     reason: z.string().optional().describe('Why'),
   })
@@ -318,6 +318,9 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
           .optional()
           .describe('Only these states (default: idle, running, paused)'),
         limit: z.number().int().min(1).max(200).optional().describe('At most this many (default 20)'),
+        parent_id: ExecutionIdSchema.optional().describe(
+          'Only the child executions this execution delegated to (in every state unless states says)',
+        ),
       }),
       outputSchema: z.object({
         executions: z
@@ -330,6 +333,7 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
               started_at: z.string().describe('Start time'),
               updated_at: z.string().describe('Last change'),
               current_step_resource: z.string().describe('Resource with the current step and token'),
+              parent_id: z.string().optional().describe('The execution that delegated to it (a child)'),
             }),
           )
           .describe('Matching executions'),
@@ -337,11 +341,13 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
       }),
       annotations: READ_ONLY,
       summarize: (r) => `${r.executions.length} execution(s).`,
-      handler: async ({ workflow_id, states, limit }, { caller }) => {
+      handler: async ({ workflow_id, states, limit, parent_id }, { caller }) => {
         const found = await (await service()).queries.find(
           {
             workflow_id,
-            states: states ?? ['idle', 'running', 'paused'],
+            // A parent's children are listed whatever state they ended in (its join reads them all).
+            states: states ?? (parent_id !== undefined ? undefined : ['idle', 'running', 'paused']),
+            parent_id,
             limit: limit ?? 20,
           },
           caller,

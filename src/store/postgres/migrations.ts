@@ -324,4 +324,17 @@ export const PG_MIGRATIONS: readonly { version: number; name: string; sql: strin
       CREATE INDEX approvals_by_execution ON approvals (execution_id, requested_at, approval_id);
     `,
   },
+  {
+    version: 8,
+    name: 'child executions: the execution that delegated to each',
+    // As in SQLite: the parent of a child execution, and partial indexes for a parent's children and a
+    // principal's open children.
+    sql: `
+      ALTER TABLE workflow_executions ADD COLUMN parent_id text;
+      CREATE INDEX executions_by_parent ON workflow_executions (parent_id, updated_at, execution_id)
+        WHERE parent_id IS NOT NULL;
+      CREATE INDEX open_children_by_principal ON workflow_executions (principal, state)
+        WHERE parent_id IS NOT NULL;
+    `,
+  },
 ];

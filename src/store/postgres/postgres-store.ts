@@ -450,6 +450,7 @@ export class PostgresExecutionStore implements ExecutionStore {
     this.inTransaction('SNAPSHOT', (run) => readExecutionPage(poolOperations(run), id, principal, options));
   getExecution = (id: string) => this.reads.getExecution(id);
   listExecutions = (filter: ExecutionFilter) => this.reads.listExecutions(filter);
+  countOpenChildren = (principal: string) => this.reads.countOpenChildren(principal);
   pageExecutions = (after: string | null, limit: number) => this.reads.pageExecutions(after, limit);
   getSteps = (id: string) => this.reads.getSteps(id);
   getStep = (id: string, seq: number) => this.reads.getStep(id, seq);

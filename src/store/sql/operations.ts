@@ -132,6 +132,8 @@ export function sqlOperations(session: SqlSession, d: SqlDialect): StoreWriter {
       const q = listQuery(d, filter);
       return (await rows(q.text, q.values, EXEC)).map(toExecution);
     },
+    countOpenChildren: async (principal) =>
+      Number((await first(sql.countOpenChildren, [principal], EXEC))?.n ?? 0),
     pageExecutions: async (after, limit) =>
       (await rows(sql.pageExecutions, [after ?? '', limit], EXEC)).map(toExecution),
     listExecutionHeads: async (filter) => {

@@ -124,6 +124,9 @@ function fixedStatements(d: DialectOptions) {
         SELECT (SELECT MIN(principal) FROM workflow_executions WHERE principal > p.principal) FROM p
         WHERE p.principal IS NOT NULL)
       SELECT principal FROM p WHERE principal IS NOT NULL`,
+    // The fan-out cap: a partial index holds only child executions (migration 8).
+    countOpenChildren: `SELECT COUNT(*) AS n FROM workflow_executions
+      WHERE principal = ${p1} AND parent_id IS NOT NULL AND state IN ('idle', 'running', 'paused')`,
     changedExecutions: `SELECT ${HEAD_COLUMNS} FROM workflow_executions WHERE principal = ${p1} AND updated_at >= ${p2}
       ORDER BY updated_at, execution_id LIMIT ${p3}`,
     getTask: task,
@@ -138,7 +141,8 @@ function fixedStatements(d: DialectOptions) {
 export function listQuery(d: SqlDialect, filter: ExecutionFilter): Statement {
   const f = new SqlFilter(d.placeholders)
     .equals('p', 'principal', filter.principal)
-    .equals('w', 'workflow_name', filter.workflow_name);
+    .equals('w', 'workflow_name', filter.workflow_name)
+    .equals('c', 'parent_id', filter.parent_id);
   const states = [...new Set(filter.states ?? [])];
   if (d.mergeStates && filter.principal !== undefined && states.length > 1) {
     // Several states (the default listing: the unfinished ones): the newest of each state from the

@@ -118,9 +118,10 @@ export const EXECUTIONS = spec<ExecutionRecord>(
     ['completed_at', 'timestamp'],
     ['duration_ms', 'bigint'],
     ['metadata', 'json'],
+    ['parent_id', 'text'],
   ],
   ['execution_id'],
-  ['principal', 'workflow_name', 'definition_hash', 'started_at'],
+  ['principal', 'workflow_name', 'definition_hash', 'started_at', 'parent_id'],
 );
 
 export const STEPS = spec<StepRecord>(
@@ -279,7 +280,7 @@ export function toApproval(row: Row): ApprovalRecord {
 
 /** What a listing shows of an execution: no context, tokens or metadata (which can be large). */
 export const HEAD_COLUMNS = `execution_id, principal, workflow_name, state, current_step, current_seq, token_attempt,
-  started_at, updated_at, completed_at, duration_ms`;
+  started_at, updated_at, completed_at, duration_ms, parent_id`;
 
 export function toHead(row: Row): ExecutionHead {
   return {
@@ -294,6 +295,7 @@ export function toHead(row: Row): ExecutionHead {
     updated_at: row.updated_at as string,
     completed_at: str(row.completed_at),
     duration_ms: num(row.duration_ms),
+    parent_id: str(row.parent_id),
   };
 }
 

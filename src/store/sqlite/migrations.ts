@@ -250,4 +250,17 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX approvals_by_execution ON approvals(execution_id, requested_at, approval_id);
     `,
   },
+  {
+    version: 8,
+    name: 'child executions: the execution that delegated to each',
+    // A delegating step's children point at their parent (it never changes); listing a parent's children
+    // and counting a principal's open children (the fan-out cap) each read a partial index of children.
+    sql: `
+      ALTER TABLE workflow_executions ADD COLUMN parent_id TEXT;
+      CREATE INDEX executions_by_parent ON workflow_executions(parent_id, updated_at, execution_id)
+        WHERE parent_id IS NOT NULL;
+      CREATE INDEX open_children_by_principal ON workflow_executions(principal, state)
+        WHERE parent_id IS NOT NULL;
+    `,
+  },
 ];

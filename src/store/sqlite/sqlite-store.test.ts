@@ -32,6 +32,7 @@ function record(id: string, over: Partial<ExecutionRecord> = {}): ExecutionRecor
     completed_at: null,
     duration_ms: null,
     metadata: {},
+    parent_id: null,
     ...over,
   };
 }

@@ -217,6 +217,7 @@ export class SqliteExecutionStore implements ExecutionStore {
     });
   getExecution = (id: string) => this.exclusive(() => this.writer.getExecution(id));
   listExecutions = (filter: ExecutionFilter) => this.exclusive(() => this.writer.listExecutions(filter));
+  countOpenChildren = (principal: string) => this.exclusive(() => this.writer.countOpenChildren(principal));
   getSteps = (id: string) => this.exclusive(() => this.writer.getSteps(id));
   getStep = (id: string, seq: number) => this.exclusive(() => this.writer.getStep(id, seq));
   getArtifacts = (id: string, stepName?: string) =>
