@@ -2,7 +2,7 @@
 // launched the way MCP clients launch it (`node dist/cli.js`, no extra node flags), the floor process,
 // and statistics.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -297,4 +297,21 @@ export function requireToken(answer) {
   if (token === undefined)
     throw new Error(`no workflow_next_step in next: ${JSON.stringify(answer).slice(0, 400)}`);
   return token;
+}
+
+/**
+ * CPU time a process has used so far, in ms, to the nanosecond: the sum of its threads' time on a CPU
+ * (Linux: /proc/<pid>/task/<tid>/schedstat), where /proc/<pid>/stat counts 10 ms ticks. Threads that
+ * ended are not counted: compare two readings of one long-lived server.
+ */
+export function cpuMsPreciseOf(pid) {
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // A thread that ended meanwhile.
+    }
+  }
+  return ns / 1e6;
 }

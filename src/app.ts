@@ -688,7 +688,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   const { catalogs, catalogService, inputs } = catalogParts;
   // The operator's checks, read once on first use: what executions run and what the check policy knows.
   const checks = onFirstUse(() => loadOperatorChecks(config)).get;
-  const checkPolicy = buildCheckPolicy(config, { engine, personas, checks });
+  const checkPolicy = buildCheckPolicy(config, { engine, personas, checks, registry });
   const built = buildServices(config, {
     store,
     registry,

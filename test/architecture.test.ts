@@ -224,6 +224,7 @@ const SERVICE_PARTS = [
   'approvals',
   'state-changes',
   'starting',
+  'delegation',
   'submission',
 ];
 const COORDINATOR = 'execution-service';

@@ -18,6 +18,42 @@ import { CLI, callTool, FIXTURES, ROOT, type Sandbox, sandbox, tokenOf } from '.
 type Json = Record<string, any>;
 
 const RUNS = chromiumFor('dashboard browser suite');
+
+/** Delegation: a routine each child runs, and a workflow that hands three of them out, then joins. */
+const REVIEW_ROUTINE = `id: review-routine
+name: Review routine
+description: One reviewer looks at one angle of a change
+version: 1.0.0
+steps:
+  - id: read
+    title: Read the change
+    prompt: Read the change for {{focus}}.
+  - id: report
+    title: Report
+    prompt: Report what you found.
+`;
+const FAN_OUT = `id: fan-out
+name: Fan-out review
+description: Plan, three reviewers side by side, then a synthesis
+version: 1.0.0
+steps:
+  - id: plan
+    title: Plan
+    prompt: Say what changed.
+  - id: reviews
+    title: Reviews
+    prompt: Reviewers look at the change from three angles.
+    delegate:
+      workflow: review-routine
+      timeout: 120m
+      children:
+        - { name: security, context: { focus: security } }
+        - { name: performance, context: { focus: performance } }
+        - { name: readability, context: { focus: readability } }
+  - id: synthesis
+    title: Synthesis
+    prompt: Combine the reviews in context.reviews.
+`;
 const XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">';
 
 let sb: Sandbox;
@@ -77,6 +113,8 @@ beforeAll(async () => {
       steps: [{ id: 'evil', title: XSS, prompt: 'p' }],
     }),
   );
+  writeFileSync(join(sb.runtime, 'review-routine.yaml'), REVIEW_ROUTINE);
+  writeFileSync(join(sb.runtime, 'fan-out.yaml'), FAN_OUT);
   sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
   client = new Client(
     { name: 'browser-test-host', version: '1.0.0' },
@@ -435,6 +473,127 @@ describe.skipIf(!RUNS)('the first hour (issue #23 item 7), at desktop and phone 
       await call('workflow_cancel', { operation_id: waiting, confirm: true });
     });
   }
+});
+
+describe.skipIf(!RUNS)('delegation (Orchestrator and workers, item 5), at desktop and phone sizes', () => {
+  let parent: string;
+  let children: Json[];
+
+  beforeAll(async () => {
+    const started = await call('workflow_start', { workflow_id: 'fan-out' });
+    parent = started.execution_id;
+    const delegated = await call('workflow_next_step', {
+      token: tokenOf(started),
+      output: { summary: 'changed the parser' },
+    });
+    children = delegated.delegation.children;
+  });
+
+  /** Walks one child to its end, as its worker would. */
+  const finish = async (child: Json) => {
+    let answer = await call('workflow_resume', { execution_id: child.execution_id });
+    while (answer.next?.[0]?.tool === 'workflow_next_step' && answer.next[0].fill !== undefined) {
+      answer = await call('workflow_next_step', {
+        ...answer.next[0].arguments,
+        output: { summary: `${child.name}: all fine` },
+      });
+    }
+  };
+
+  for (const [name, viewport] of VIEWPORTS) {
+    it(`${name}: the parent shows its children and the open join, the child its parent, the list the tree; all fit the screen`, async () => {
+      const first = children[0] as Json;
+      for (const path of [`executions/${parent}`, `executions/${first.execution_id}`, '']) {
+        const { page, problems } = await open(`${dash.url}${path}`, viewport);
+        const measured = await overflow(page);
+        expect({ path, ...measured }).toEqual({
+          path,
+          scroll: viewport.width,
+          width: viewport.width,
+          wide: [],
+        });
+        if (path === `executions/${parent}`) {
+          const rows = page.locator('#children tr[data-child]');
+          expect(await rows.count()).toBe(3);
+          for (const row of await rows.all()) expect(await row.isVisible()).toBe(true);
+          expect(await page.locator('#children .join').innerText()).toMatch(
+            /Join: all · \d of 3 children completed.*times out/,
+          );
+          expect(await rows.first().locator('a').first().getAttribute('href')).toBe(
+            `/executions/${first.execution_id}`,
+          );
+          // The diagram draws the fan-out: a node per child, joined back with its rule.
+          expect(await page.locator('svg.wf-diagram g.wf-child').count()).toBe(3);
+          expect(await page.locator('svg.wf-diagram g.wf-join').textContent()).toContain('join: all');
+          expect(await page.locator('g[data-step="reviews"]').getAttribute('class')).toContain('is-current');
+          // The children fit a phone: each a card, the link on screen.
+          const link = await rows.first().locator('a').first().boundingBox();
+          expect((link?.x ?? 0) + (link?.width ?? 0)).toBeLessThanOrEqual(viewport.width);
+          await shot(page, `delegation-parent-${name}`);
+        } else if (path === '') {
+          const at = await page
+            .locator('tr[data-execution]')
+            .evaluateAll((trs) =>
+              trs.map((tr) => [tr.getAttribute('data-execution'), tr.getAttribute('data-parent')]),
+            );
+          const i = at.findIndex(([id]) => id === parent);
+          // Right under their parent (created together, their ids order them).
+          expect(at.slice(i + 1, i + 4).sort()).toEqual(children.map((c) => [c.execution_id, parent]).sort());
+          expect(at.filter(([id]) => children.some((c) => c.execution_id === id))).toHaveLength(3);
+          expect(await page.locator(`tr[data-execution="${parent}"] .kids`).innerText()).toBe(
+            '3 children below',
+          );
+          await shot(page, `delegation-list-${name}`);
+        } else {
+          expect(await page.locator('#parent a').getAttribute('href')).toBe(`/executions/${parent}`);
+          expect(await page.locator('#child-name').innerText()).toContain(first.name);
+          expect(await page.locator('#children').isVisible()).toBe(false);
+          await shot(page, `delegation-child-${name}`);
+        }
+        expect(problems).toEqual([]);
+        await page.context().close();
+      }
+    });
+  }
+
+  it("the parent's page follows its children live, through the join, without a reload", async () => {
+    const { page, problems } = await open(`${dash.url}executions/${parent}`);
+    await expect.poll(() => liveState(page)).toBe('live');
+    await page.evaluate(() => {
+      (window as unknown as { stayed: boolean }).stayed = true;
+    });
+    const [a, b, c] = children as [Json, Json, Json];
+    const progressOf = (child: Json) =>
+      page.locator(`#children tr[data-child="${child.execution_id}"] .child-progress`).innerText();
+    // A child's step: only the child changed, and the parent's page shows it.
+    const resumed = await call('workflow_resume', { execution_id: a.execution_id });
+    await call('workflow_next_step', { token: tokenOf(resumed), output: { summary: 'read' } });
+    await expect.poll(() => progressOf(a), { timeout: 10_000 }).toContain('step 2: report');
+    await finish(a);
+    await expect
+      .poll(() => page.locator(`#children tr[data-child="${a.execution_id}"] .state`).innerText(), {
+        timeout: 10_000,
+      })
+      .toBe('completed');
+    expect(await page.locator('#children .join-progress').innerText()).toContain('1 of 3 children completed');
+    await finish(b);
+    await finish(c);
+    // The join held: the results' states, and the parent moved on to the synthesis.
+    await expect.poll(() => page.locator('#children .results li').count(), { timeout: 10_000 }).toBe(3);
+    expect(await page.locator('#children .results .state').allInnerTexts()).toEqual([
+      'completed',
+      'completed',
+      'completed',
+    ]);
+    await expect
+      .poll(() => page.locator('#current-step').innerText(), { timeout: 10_000 })
+      .toContain('synthesis');
+    expect(await page.locator('g[data-step="reviews"]').getAttribute('class')).toContain('is-done');
+    expect(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed)).toBe(true);
+    await shot(page, 'delegation-joined');
+    expect(problems).toEqual([]);
+    await page.context().close();
+  });
 });
 
 describe.skipIf(!RUNS)('MCP App view in a host', () => {

@@ -405,3 +405,18 @@ steps:
     expect(parent).toMatchObject({ step_status: 'delegated', current_step: 'fan' });
   });
 });
+
+describe('the stateless face', () => {
+  it('hands out a delegating step saying plainly that the client does the children', async () => {
+    const call = await setup();
+    const answer = await call('workflow_next', {
+      workflowId: 'fan-out',
+      completedSteps: ['plan'],
+      context: {},
+    });
+    expect(answer.step.id).toBe('reviews');
+    expect(answer.guidance.prompt).toContain('This stateless session keeps no executions');
+    expect(answer.guidance.prompt).toContain('- security: the workflow "review-routine"');
+    expect(answer.guidance.prompt).toContain('context.reviews');
+  });
+});

@@ -3,8 +3,10 @@
 // values (a required path missing from the table fails the test; an optional one is left out). It walks
 // every bundled workflow under several scenarios, through the durable face (workflow_start /
 // workflow_next_step) and the stateless one (workflow_next), over stdio and over HTTP, and must take the
-// path the scenario's values imply. In-process: the stdio rules over the SDK's in-memory transport, and
-// the real Streamable HTTP server on 127.0.0.1.
+// path the scenario's values imply. A delegating step's children it does itself, one after another, as
+// next[0] leads (the path counts workflow_resume's steps too: a child's first step, the parent again).
+// In-process: the stdio rules over the SDK's in-memory transport, and the real Streamable HTTP server on
+// 127.0.0.1.
 import { copyFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
@@ -68,6 +70,10 @@ const SUMMARY = [
   'Draft: "steps", "version": "1.0.0", a prompt per step; installed in .workflowlookup; workflowlookup validate says 1 valid, 0 invalid.',
   'Limitations and follow-ups: none; next step: monitor the rollout.',
 ].join('\n');
+
+/** A change described for the reviewers of review-fan-out. */
+const CHANGE =
+  'The checkout applies coupon codes on the server (src/checkout/coupons.ts) instead of in the browser; riskiest part: the rounding.';
 
 const FINDINGS = JSON.stringify({
   summary: 'Small, careful change; one naming nit.',
@@ -261,6 +267,60 @@ const SCENARIOS: Record<string, Scenario[]> = {
       ],
     },
   ],
+  // A delegating step: the agent does each child itself, one after another, as next[0] says (each child's
+  // answer ends with the call back to its parent, whose answer hands out the next child, then the join).
+  'review-fan-out': [
+    {
+      name: 'three reviewers approve, each child walked in turn',
+      context: { verdict: 'approve', changesRequested: false },
+      summaries: { 'describe-change': CHANGE },
+      path: [
+        'describe-change',
+        'reviews',
+        'inspect',
+        'reviews',
+        'inspect',
+        'reviews',
+        'inspect',
+        'synthesis',
+      ],
+      // Stateless: no executions, so the agent reports the delegating step itself.
+      statelessPath: ['describe-change', 'reviews', 'synthesis'],
+    },
+    {
+      name: 'every reviewer asks for changes, and the author gets them',
+      context: { verdict: 'changes', changesRequested: true },
+      summaries: { 'describe-change': CHANGE },
+      path: [
+        'describe-change',
+        'reviews',
+        'inspect',
+        'list-findings',
+        'reviews',
+        'inspect',
+        'list-findings',
+        'reviews',
+        'inspect',
+        'list-findings',
+        // The last child's end joined the children: the parent is on its synthesis.
+        'synthesis',
+        'request-changes',
+      ],
+      statelessPath: ['describe-change', 'reviews', 'synthesis', 'request-changes'],
+    },
+  ],
+  'routine-focused-review': [
+    {
+      name: 'on its own: nothing to fix',
+      context: { verdict: 'approve' },
+      path: ['inspect'],
+    },
+    {
+      name: 'on its own: changes, with their severity',
+      context: { verdict: 'changes' },
+      path: ['inspect', 'list-findings'],
+    },
+  ],
   'export-project-tasks': [
     {
       name: 'project p1',
@@ -427,6 +487,10 @@ async function walk(call: Call, first: NextCall, scenario: Scenario, stateless: 
       out.path.push(answer.step_name);
     } else if (answer.success === false) {
       out.path.push(answer.step_name);
+    } else if (answer.step_status === 'running' || answer.step_status === 'delegated') {
+      // workflow_resume: a child picked up (its first step), or its parent looked at again.
+      step = answer.current_step;
+      out.path.push(answer.current_step);
     }
     next = answer.next?.[0];
   }

@@ -25,9 +25,10 @@ afterEach(async () => {
 });
 
 /** `serve --http` as the CLI wires it: probes first, /metrics as a mount, the gauges told of the server. */
-async function serveObserved(env: Record<string, string> = {}) {
+async function serveObserved(env: Record<string, string> = {}, files: Record<string, string> = {}) {
   const sb: Sandbox = sandbox();
   writeFileSync(join(sb.runtime, 'observed.yaml'), DURABLE);
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(sb.runtime, name), text);
   const config = loadConfig({ env: { ...sb.env, WORKFLOWLOOKUP_RATE_LIMIT: '0', ...env }, cwd: sb.project });
   const app = createApp(config, {
     watch: false,
@@ -156,6 +157,50 @@ describe('/metrics (Prometheus text format)', () => {
       );
       // SQLite has no pool: the PostgreSQL gauge has no series.
       expect(text).not.toMatch(/^workflowlookup_postgres_pool_connections\{/m);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('counts child executions by state (a gauge read at scrape), apart from the executions that are no child', async () => {
+    const routine = twoSteps('observed-routine', 'Observed routine');
+    const fanOut = `id: observed-fan-out
+name: Observed fan-out
+description: Three children, then a synthesis
+version: 1.0.0
+steps:
+  - id: reviews
+    title: Reviews
+    prompt: Three reviewers.
+    delegate:
+      workflow: observed-routine
+      count: 3
+  - id: synthesis
+    title: Synthesis
+    prompt: Combine.
+`;
+    const s = await serveObserved({}, { 'observed-routine.yaml': routine, 'observed-fan-out.yaml': fanOut });
+    const client = await httpClient(s.http.url);
+    try {
+      const scrape = async () => (await (await s.get('/metrics')).text()).split('\n');
+      const series = (lines: string[]) =>
+        lines.filter((l) => l.startsWith('workflowlookup_child_executions{')).sort();
+      // Before any delegation: the metric, with no series.
+      const before = await scrape();
+      expect(before).toContain('# TYPE workflowlookup_child_executions gauge');
+      expect(series(before)).toEqual([]);
+      const started = await callTool(client, 'workflow_start', { workflow_id: 'observed-fan-out' });
+      expect(started.step_status).toBe('delegated');
+      expect(series(await scrape())).toEqual(['workflowlookup_child_executions{state="running"} 3']);
+      const [first] = started.next as { arguments: { execution_id: string } }[];
+      await callTool(client, 'workflow_set_state', {
+        execution_id: first?.arguments.execution_id,
+        state: 'abandoned',
+      });
+      const after = await scrape();
+      // The abandoned child failed the join (all): the parent failed, and its other children stopped.
+      expect(series(after)).toEqual(['workflowlookup_child_executions{state="abandoned"} 3']);
+      expect(after).toContain('workflowlookup_executions{state="failed"} 1');
     } finally {
       await client.close();
     }

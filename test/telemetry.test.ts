@@ -33,6 +33,37 @@ steps:
     with: { taskId: t1 }
 `;
 
+const ROUTINE = `id: traced-routine
+name: Traced routine
+description: What one child does
+version: 1.0.0
+steps:
+  - id: look
+    title: Look
+    prompt: Look at {{focus}}.
+`;
+
+const FAN_OUT = `id: traced-fan-out
+name: Traced fan-out
+description: Plan, two children, then a synthesis
+version: 1.0.0
+steps:
+  - id: plan
+    title: Plan
+    prompt: Say what changed.
+  - id: reviews
+    title: Reviews
+    prompt: Two reviewers.
+    delegate:
+      workflow: traced-routine
+      children:
+        - { name: security, context: { focus: security } }
+        - { name: speed, context: { focus: speed } }
+  - id: synthesis
+    title: Synthesis
+    prompt: Combine.
+`;
+
 let exporter: InMemorySpanExporter;
 let tracing: Tracing;
 let api: TasksApi;
@@ -46,6 +77,8 @@ beforeAll(async () => {
   ({ api, sb } = await apiSandbox());
   writeFileSync(join(sb.runtime, 'traced-durable.yaml'), DURABLE);
   writeFileSync(join(sb.runtime, 'traced-command.yaml'), COMMAND);
+  writeFileSync(join(sb.runtime, 'traced-routine.yaml'), ROUTINE);
+  writeFileSync(join(sb.runtime, 'traced-fan-out.yaml'), FAN_OUT);
   ({ client, close } = await inProcessClient(sb));
   const imported = await callTool(client, 'catalog_import_openapi', {
     source: join(FIXTURES, 'openapi', 'tasks-api.yaml'),
@@ -194,6 +227,49 @@ describe('traces (OpenTelemetry, in-memory exporter)', () => {
     expect(span?.name).toBe(`${'x'.repeat(200)}…`);
     expect(span?.attributes[ATTR.method]).toBe(`${'x'.repeat(200)}…`);
     expect(span?.status).toMatchObject({ code: 2, message: 'Method not found' });
+  });
+});
+
+describe('traces of delegation', () => {
+  it("a child's step spans link to the parent's delegating step (its trace, execution and step), across traces", async () => {
+    const started = await callTool(client, 'workflow_start', { workflow_id: 'traced-fan-out' });
+    exporter.reset();
+    // The parent's step, in the client's trace: it enters the delegating step, which creates the children.
+    const delegated = await submit(tokenOf(started));
+    expect(delegated.step_status).toBe('delegated');
+    const parentSpans = exporter.getFinishedSpans();
+    const parentStep = one(parentSpans, 'workflow step');
+    expect(parentStep.links).toEqual([]);
+    const [security] = delegated.next as Json[];
+    const child = await callTool(client, security?.tool, security?.arguments);
+    // The worker's step, later, in a trace of its own (another subagent, another client).
+    exporter.reset();
+    const other = '0af7651916cd43dd8448eb211c80319c';
+    const res = await client.callTool({
+      name: 'workflow_next_step',
+      arguments: { token: tokenOf(child), output: { summary: 'looked' } },
+      _meta: { traceparent: `00-${other}-b7ad6b7169203331-01` },
+    });
+    expect(res.isError).toBeFalsy();
+    const spans = exporter.getFinishedSpans();
+    const childStep = one(spans, 'workflow step');
+    expect(childStep.spanContext().traceId).toBe(other);
+    expect(childStep.attributes[ATTR.execution]).toBe(security?.arguments.execution_id);
+    expect(childStep.links).toHaveLength(1);
+    const [link] = childStep.links;
+    // The span that created the children: in the parent step's trace, under its workflow step span.
+    expect(link?.context.traceId).toBe(TRACE_ID);
+    expect(childrenOf(parentSpans, parentStep).map(idOf)).toContain(link?.context.spanId);
+    expect(link?.attributes).toEqual({
+      [ATTR.execution]: started.execution_id,
+      [ATTR.step]: 'reviews',
+      [ATTR.child]: 'security',
+    });
+    // A step of an execution that is no child links to nothing.
+    const plain = await callTool(client, 'workflow_start', { workflow_name: 'traced-durable' });
+    exporter.reset();
+    await submit(tokenOf(plain));
+    expect(one(exporter.getFinishedSpans(), 'workflow step').links).toEqual([]);
   });
 });
 

@@ -12,12 +12,13 @@ import { isDefinitionFile, isTestFile } from '../src/workflows/parse.js';
 import { httpClient } from './helpers/http-server.js';
 import { inProcessClient } from './helpers/in-process.js';
 import { inProcessHttp } from './helpers/in-process-http.js';
-import { CLI, callTool, ROOT, type Sandbox, sandbox } from './helpers/server.js';
+import { CLI, callTool, FIXTURES, ROOT, type Sandbox, sandbox } from './helpers/server.js';
 import { validationWorkerUrl } from './helpers/validation-worker.js';
 
 type Json = Record<string, any>;
 
 const BUNDLED = join(ROOT, 'workflows');
+const WORKRAIL_PARALLEL = join(FIXTURES, 'workrail-parallel');
 
 /** A small workflow with a condition, a while loop, a command step and a final output. */
 const DEMO = `id: demo
@@ -63,6 +64,77 @@ scenarios:
       final_output: { ticket: T-1 }
 `;
 
+/** A routine the children run, and workflows that delegate to it (served from the sandbox's runtime dir). */
+const DELEGATING: Record<string, string> = {
+  'check-routine.yaml': `id: check-routine
+name: 'Routine: check one angle'
+description: One reviewer checks a change from one angle and says whether it passes
+version: 1.0.0
+steps:
+  - id: look
+    title: Look
+    prompt: Check the change for {{focus}}; report verdict (pass or fail).
+    validationCriteria:
+      - { type: contains, value: verdict, message: Say the verdict }
+  - id: explain
+    title: Explain
+    prompt: Say what fails and where.
+    runCondition: { var: verdict, equals: fail }
+`,
+  'fan-out.yaml': `id: fan-out
+name: Fan-out
+description: A plan, three checks side by side, then a synthesis of their results
+version: 1.0.0
+steps:
+  - id: plan
+    title: Plan
+    prompt: Say what changed.
+  - id: checks
+    title: Checks
+    prompt: Three reviewers check the change.
+    delegate:
+      workflow: check-routine
+      timeout: 30m
+      children:
+        - { name: security, context: { focus: security } }
+        - { name: speed, context: { focus: speed } }
+        - { name: style, context: { focus: style } }
+  - id: synthesis
+    title: Synthesis
+    prompt: Combine the results in context.checks; report failing (true or false).
+  - id: fix
+    title: Fix
+    prompt: Fix what failed.
+    runCondition: { var: failing, equals: true }
+`,
+  'quorum.yaml': `id: quorum
+name: Quorum
+description: Three identical checks, two of which must complete; the rest may fail
+version: 1.0.0
+steps:
+  - id: vote
+    title: Vote
+    prompt: Three reviewers each check the change.
+    delegate: { workflow: check-routine, count: 3, join: { atLeast: 2 }, onChildFailure: continue, into: votes }
+  - id: tally
+    title: Tally
+    prompt: Count the votes in context.votes.
+`,
+  'per-file.yaml': `id: per-file
+name: Per file
+description: One check per file the plan lists
+version: 1.0.0
+steps:
+  - id: list
+    title: List the files
+    prompt: Put the files to check in context.files (a list of paths).
+  - id: each-file
+    title: Check each file
+    prompt: One reviewer per file.
+    delegate: { workflow: check-routine, forEach: files, as: focus, join: any }
+`,
+};
+
 let sb: Sandbox;
 let app: App;
 let tests: Awaited<ReturnType<App['services']['tests']>>;
@@ -79,6 +151,10 @@ function folder(name: string, files: Record<string, string>): string {
 beforeAll(async () => {
   sb = sandbox();
   sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
+  // Delegating workflows and the routines their children run: served, so the children can start; and
+  // a WorkRail workflow whose parallel step names routines (read with its routines/ folder).
+  for (const [file, text] of Object.entries(DELEGATING)) writeFileSync(join(sb.runtime, file), text);
+  sb.env.WORKFLOW_STORAGE_PATH = WORKRAIL_PARALLEL;
   app = createApp(loadConfig({ env: sb.env, cwd: sb.project }), {
     watch: false,
     log: silentLogger,
@@ -314,6 +390,378 @@ steps:
   });
 });
 
+/** Runs test-file text against a delegating workflow of the runtime dir (beside it, as <id>.test.yaml). */
+async function runDelegating(id: string, text: string): Promise<SuiteResult> {
+  const file = join(sb.runtime, `${id}.test.yaml`);
+  writeFileSync(file, text);
+  return tests.runFile(file);
+}
+
+describe('delegating steps: the children are walked, each by an agent the test scripts', () => {
+  it('walks each child in the delegation order, then the wait; expect names the join and the context after it', async () => {
+    const suite = await runDelegating(
+      'fan-out',
+      `children:
+  checks:
+    defaults: { summary: "verdict: pass", context: { verdict: pass } }
+scenarios:
+  - name: every check passes
+    expect:
+      path: [plan, checks, synthesis]
+      children:
+        checks:
+          completed: [security, speed, style]
+          abandoned: []
+          join: held
+          timeouts: 0
+          each:
+            security: { state: completed, path: [look], rejected: [], context: { verdict: pass } }
+      context:
+        checks:
+          security: { state: completed, summary: "verdict: pass", context: { focus: security, verdict: pass } }
+  - name: one check fails, explains, and the synthesis asks for a fix
+    steps:
+      synthesis: { context: { failing: true } }
+    children:
+      checks:
+        defaults: { summary: "verdict: pass", context: { verdict: pass } }
+        each:
+          speed:
+            steps:
+              look: [{ summary: slow }, { summary: "verdict: fail", context: { verdict: fail } }]
+              explain: { summary: the loop in parse() is quadratic }
+    expect:
+      path: [plan, checks, synthesis, fix]
+      children:
+        checks:
+          completed: [security, speed, style]
+          each:
+            speed: { path: [look, explain], rejected: [{ step: look, message: say the verdict }] }
+      context: { checks: { speed: { summary: the loop in parse() is quadratic } } }
+`,
+    );
+    expect(suite.errors).toEqual([]);
+    expect(suite.scenarios.map((s) => [s.name, s.failures])).toEqual([
+      ['every check passes', []],
+      ['one check fails, explains, and the synthesis asks for a fix', []],
+    ]);
+    const [first, second] = suite.scenarios;
+    expect(first?.delegations).toEqual([
+      {
+        step: 'checks',
+        join: 'held',
+        timeouts: 0,
+        children: ['security', 'speed', 'style'].map((name) => ({
+          name,
+          workflow_id: 'check-routine',
+          state: 'completed',
+          path: ['look'],
+          rejected: [],
+          reports: 1,
+        })),
+      },
+    ]);
+    // Child reports are reports (and work): plan, three children, synthesis; the second adds the refused
+    // look, the explanation and the fix.
+    expect(first?.reports).toBe(5);
+    expect(second?.reports).toBe(8);
+    expect(suite.coverage?.joins).toMatchObject({ covered: 1, total: 3 });
+    expect(suite.coverage?.untested).toEqual([
+      'the join of "checks" never fails (a child that does not complete fails the execution)',
+      'the wait on the children of "checks" never times out (timeout: 30m)',
+    ]);
+  });
+});
+
+describe('delegating steps: how the join ends, and its coverage', () => {
+  it('a child that ends without completing fails the parent; a late child makes the wait time out; every join outcome is covered', async () => {
+    const suite = await runDelegating(
+      'fan-out',
+      `children:
+  checks:
+    defaults: { summary: "verdict: pass", context: { verdict: pass } }
+steps:
+  synthesis: { context: { failing: false } }
+scenarios:
+  - name: all pass
+    expect: { path: [plan, checks, synthesis], children: { checks: { join: held } } }
+  - name: a fix is asked for
+    steps: { synthesis: { context: { failing: true } } }
+    expect: { path: [plan, checks, synthesis, fix] }
+  - name: the speed reviewer is abandoned, which fails the review
+    children:
+      checks:
+        defaults: { summary: "verdict: pass", context: { verdict: pass } }
+        each: { speed: { end: abandoned, reason: the reviewer left } }
+    expect:
+      state: failed
+      stopped_at: checks
+      path: [plan, checks]
+      children:
+        checks:
+          completed: [security]
+          abandoned: [speed, style]
+          join: failed
+          each: { speed: { state: abandoned, path: [look] }, style: { state: abandoned, path: [look] } }
+  - name: the security reviewer fails
+    children:
+      checks: { each: { security: { end: failed } } }
+    expect:
+      state: failed
+      children: { checks: { failed: [security], abandoned: [speed, style], join: failed } }
+  - name: the style reviewer reports only after the wait timed out
+    children:
+      checks:
+        defaults: { summary: "verdict: pass", context: { verdict: pass } }
+        each: { style: { late: true } }
+    expect:
+      path: [plan, checks, synthesis]
+      rejected: [{ step: checks, message: "DELEGATION_TIMEOUT: 1 of 3 children not done in time (style)" }]
+      children: { checks: { completed: [security, speed, style], join: held, timeouts: 1 } }
+`,
+    );
+    expect(suite.errors).toEqual([]);
+    expect(suite.scenarios.map((s) => [s.name, s.failures])).toEqual(
+      suite.scenarios.map((s) => [s.name, []]),
+    );
+    expect(suite.coverage?.untested).toEqual([]);
+    expect(suite.coverage?.joins.items).toEqual([
+      {
+        id: 'checks',
+        title: 'Checks',
+        outcomes: { held: 3, continued: 0, failed: 2, timed_out: 1 },
+        possible: ['held', 'failed', 'timed_out'],
+      },
+    ]);
+  });
+
+  it('count children by number: at least two of three, going on without the ones that failed', async () => {
+    const suite = await runDelegating(
+      'quorum',
+      `scenarios:
+  - name: two complete, and the third is stopped by the join that no longer needs it
+    children: { vote: { defaults: { summary: "verdict: pass" } } }
+    expect:
+      path: [vote, tally]
+      children: { vote: { completed: ["1", "2"], abandoned: ["3"], join: held } }
+      context: { votes: { "1": { state: completed }, "3": { state: abandoned } } }
+  - name: two fail, so the join goes on with what completed
+    children:
+      vote:
+        end: failed
+        each: { "3": { defaults: { summary: "verdict: pass" } } }
+    expect:
+      path: [vote, tally]
+      children: { vote: { completed: [], failed: ["1", "2"], abandoned: ["3"], join: continued } }
+`,
+    );
+    expect(suite.errors).toEqual([]);
+    expect(suite.scenarios.map((s) => [s.name, s.failures])).toEqual(
+      suite.scenarios.map((s) => [s.name, []]),
+    );
+    expect(suite.coverage?.joins).toMatchObject({ covered: 2, total: 2 });
+  });
+
+  it('forEach children by item number: any one joins, the others are stopped', async () => {
+    const suite = await runDelegating(
+      'per-file',
+      `steps:
+  list: { context: { files: [a.ts, b.ts] } }
+scenarios:
+  - name: the first child completes and joins
+    children: { each-file: { defaults: { summary: "verdict: pass" } } }
+    expect:
+      path: [list, each-file]
+      children: { each-file: { completed: ["1"], abandoned: ["2"], join: held } }
+  - name: the first child never says its verdict; the second joins, and the first is stopped
+    children:
+      each-file:
+        defaults: { summary: "verdict: pass" }
+        each: { "1": { steps: { look: { summary: no idea } } } }
+    expect:
+      children:
+        each-file:
+          completed: ["2"]
+          abandoned: ["1"]
+          each: { "1": { rejected: [{ step: look, message: verdict }], context: { focus: a.ts } } }
+`,
+    );
+    expect(suite.errors).toEqual([]);
+    expect(suite.scenarios.map((s) => [s.name, s.failures])).toEqual(
+      suite.scenarios.map((s) => [s.name, []]),
+    );
+  });
+
+  it('a child with nothing else to say leaves the parent waiting on the step, and the failures say so', async () => {
+    const suite = await runDelegating(
+      'fan-out',
+      `scenarios:
+  - name: the speed reviewer never says its verdict
+    children:
+      checks:
+        defaults: { summary: "verdict: pass" }
+        each: { speed: { steps: { look: { summary: fast enough } } } }
+    expect:
+      state: running
+      stopped_at: checks
+      children: { checks: { completed: [security, style], open: [speed], join: waiting } }
+  - name: expecting the wrong things
+    children: { checks: { defaults: { summary: "verdict: pass" }, each: { style: { end: abandoned } } } }
+    expect:
+      state: failed
+      children:
+        checks:
+          completed: [security, speed, style]
+          join: held
+          timeouts: 1
+          each: { style: { state: completed, path: [look, explain], context: { verdict: pass } }, nobody: {} }
+        plan: {}
+`,
+    );
+    expect(suite.errors).toEqual([
+      expect.objectContaining({
+        path: '/scenarios/1/expect/children/checks/each/nobody',
+        rule: 'unknownChild',
+        message: 'step "checks" has no child "nobody"; its children are security, speed, style',
+      }),
+      expect.objectContaining({
+        path: '/scenarios/1/expect/children/plan',
+        rule: 'unknownStep',
+        message:
+          'workflow "fan-out" has no step "plan" that hands its work to children; its delegating steps are checks',
+      }),
+    ]);
+    const fixed = await runDelegating(
+      'fan-out',
+      `scenarios:
+  - name: the speed reviewer never says its verdict
+    children:
+      checks:
+        defaults: { summary: "verdict: pass" }
+        each: { speed: { steps: { look: { summary: fast enough } } } }
+    expect:
+      state: running
+      stopped_at: checks
+      children: { checks: { completed: [security, style], open: [speed], join: waiting } }
+  - name: expecting the wrong things
+    children: { checks: { defaults: { summary: "verdict: pass" }, each: { style: { end: abandoned } } } }
+    expect:
+      state: failed
+      children:
+        checks:
+          completed: [security, speed, style]
+          join: held
+          timeouts: 1
+          each: { style: { state: completed, path: [look, explain], context: { verdict: pass } } }
+`,
+    );
+    expect(fixed.scenarios[0]).toMatchObject({ passed: true, state: 'running', stopped_at: 'checks' });
+    expect(fixed.scenarios[1]?.failures).toEqual([
+      'children.checks.completed: expected [security, speed, style], got [security, speed]',
+      'children.checks.join: expected held, got failed',
+      'children.checks.timeouts: expected 1, got 0',
+      'children.checks.each.style.state: expected completed, got abandoned',
+      'children.checks.each.style.path: expected [look, explain], got [look]',
+      'children.checks.each.style.context.verdict: expected "pass", got undefined',
+    ]);
+  });
+});
+
+describe('delegating steps: a WorkRail parallel step', () => {
+  it('runs as child executions named after their routines, scripted and expected by those names', async () => {
+    const suite = await tests.runFile(join(WORKRAIL_PARALLEL, 'release-readiness.test.yaml'));
+    expect(suite.errors).toEqual([]);
+    expect(suite.scenarios.map((s) => [s.name, s.failures])).toEqual(
+      suite.scenarios.map((s) => [s.name, []]),
+    );
+    expect(suite.coverage?.untested).toEqual([]);
+    expect(suite.coverage?.joins.items.map((j) => [j.id, j.possible])).toEqual([
+      ['readiness-checks', ['held', 'failed']],
+    ]);
+  });
+});
+
+describe('delegating steps: bad scripts are clear errors, and children count as work', () => {
+  it('names steps that do not delegate, children and child steps that do not exist, and a late child with no timeout', async () => {
+    const suite = await runDelegating(
+      'quorum',
+      `children:
+  tally: { defaults: { summary: x } }
+scenarios:
+  - name: wrong names
+    children:
+      vote:
+        late: true
+        steps: { lok: { summary: x } }
+        each: { "4": {}, "2": { steps: { explain: { summary: x }, nope: { summary: y } } } }
+`,
+    );
+    expect(suite.invalid).toBe('tests');
+    expect(suite.errors.map((e) => [e.path, e.rule, e.message, e.line])).toEqual([
+      [
+        '/children/tally',
+        'unknownStep',
+        'workflow "quorum" has no step "tally" that hands its work to children; its delegating steps are vote',
+        2,
+      ],
+      [
+        '/scenarios/0/children/vote/late',
+        'lateChild',
+        'step "vote" has no delegate.timeout, so its wait on the children never times out: a late child would never report',
+        7,
+      ],
+      [
+        '/scenarios/0/children/vote/steps/lok',
+        'unknownStep',
+        'the children of step "vote" run check-routine, which has no step "lok" its agent carries out; those steps are look, explain',
+        8,
+      ],
+      // (YAML keys that are numbers come in numeric order)
+      [
+        '/scenarios/0/children/vote/each/2/steps/nope',
+        'unknownStep',
+        'the children of step "vote" (child "2") run check-routine, which has no step "nope" its agent carries out; those steps are look, explain',
+        9,
+      ],
+      [
+        '/scenarios/0/children/vote/each/4',
+        'unknownChild',
+        'step "vote" has no child "4"; its children are 1 to 3',
+        9,
+      ],
+    ]);
+  });
+
+  it("max_reports and the work budget count the children's reports too", async () => {
+    const text = `children:
+  checks: { defaults: { summary: "verdict: pass" } }
+scenarios:
+  - name: stopped among the children
+    max_reports: 3
+  - name: never starts
+`;
+    const limited = await runDelegating('fan-out', text);
+    expect(limited.scenarios[0]?.failures[0]).toBe(
+      'stopped after 3 reports (max_reports); the walk did not end: is a loop endless?',
+    );
+    expect(limited.scenarios[0]).toMatchObject({ reports: 3, stopped_at: 'checks' });
+    expect(limited.scenarios[0]?.delegations?.[0]?.children.map((c) => c.state)).toEqual([
+      'completed',
+      'completed',
+      'running',
+    ]);
+    // Start 1, plan 1, then per child a pick-up and a report: the budget runs out at the second child's report.
+    const file = join(sb.runtime, 'fan-out.test.yaml');
+    const spent = await tests.runFile(file, { work: { max: 5, spent: 'stop' } });
+    expect(spent.work).toEqual({ used: 5, max: 5, spent: true });
+    expect(spent.scenarios.map((c) => c.failures[0])).toEqual([
+      "stopped: the test file's budget of 5 work units is spent",
+      "stopped: the test file's budget of 5 work units is spent",
+    ]);
+    expect(spent.scenarios[0]?.reports).toBe(2);
+  });
+});
+
 describe('bad test files are clear errors that affect nothing else', () => {
   it('YAML and JSON syntax errors, with line and column', async () => {
     const yaml = await runDemo('scenarios:\n  - name: x\n    steps: {triage: 1\n');
@@ -463,6 +911,30 @@ describe('workflow_test and the hint of workflow_validate_manifest, through MCP'
     expect(failing).toMatchObject({ valid: true, passed: 0, failed: 1 });
     expect(failing.scenarios[0].failures).toContain('visits: expected "hotfix" 1 time(s), got 0');
     expect(failing.next[0].tool).toBe('workflow_test');
+  });
+
+  it("runs a delegating draft's tests: its children are walked, and their reports are work", async () => {
+    const draft = (DELEGATING['fan-out.yaml'] as string).replace('id: fan-out', 'id: fan-out-draft');
+    const result = await call('workflow_test', {
+      content: draft,
+      tests: {
+        children: { checks: { defaults: { summary: 'verdict: pass' } } },
+        scenarios: [
+          {
+            name: 'all pass',
+            expect: {
+              path: ['plan', 'checks', 'synthesis'],
+              children: { checks: { completed: ['security', 'speed', 'style'], join: 'held' } },
+            },
+          },
+        ],
+      },
+    });
+    expect(result).toMatchObject({ workflow_id: 'fan-out-draft', valid: true, passed: 1, failed: 0 });
+    expect(result.scenarios[0].delegations[0]).toMatchObject({ step: 'checks', join: 'held' });
+    // The start, the plan, each child picked up and its report, the wait, the synthesis.
+    expect(result.work.used).toBe(10);
+    expect(result.untested).toContain('the wait on the children of "checks" never times out (timeout: 30m)');
   });
 
   it("runs a saved workflow's own test file by default", async () => {

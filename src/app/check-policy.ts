@@ -8,6 +8,7 @@ import type { ValidationEngine } from '../engine/validation-engine.js';
 import type { CheckDefinition } from '../executions/checks.js';
 import type { CheckPolicy } from '../workflows/check.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
+import type { WorkflowRegistry } from '../workflows/registry.js';
 
 /** The operator's checks as their file defines them (WORKFLOWLOOKUP_CHECKS_FILE). */
 export interface OperatorChecks {
@@ -29,8 +30,9 @@ export async function loadOperatorChecks(config: Config): Promise<OperatorChecks
 /**
  * The one policy every definition check applies (`workflowlookup validate`, workflow_validate_manifest,
  * workflow_save, workflow_test, the authoring prompts, the input tools): the app's engine, the env
- * allow-list, the installed personas and the operator's checks (a step naming a check the checks file
- * does not define is an error; without a checks file, a warning).
+ * allow-list, the installed personas, the operator's checks (a step naming a check the checks file
+ * does not define is an error; without a checks file, a warning) and the served workflows (a delegating
+ * step's children must be among them, with no cycle).
  */
 export function buildCheckPolicy(
   config: Config,
@@ -38,6 +40,8 @@ export function buildCheckPolicy(
     engine: ValidationEngine;
     personas: PersonaRegistry;
     checks: () => Promise<OperatorChecks | undefined>;
+    /** The served workflows: the children a delegating step names must be among them. */
+    registry: WorkflowRegistry;
   },
 ): () => Promise<CheckPolicy> {
   return async () => {
@@ -49,12 +53,14 @@ export function buildCheckPolicy(
         (checks) => checks ?? ('none' as const),
         () => undefined,
       ),
+      parts.registry.ready(),
     ]);
     return {
       engine: parts.engine,
       allowedEnv: config.allowedEnvNames,
       knownAgents: new Set(parts.personas.list().map((p) => p.name)),
       knownChecks: typeof operator === 'object' ? new Set(operator.checks.keys()) : operator,
+      workflows: parts.registry,
     };
   };
 }

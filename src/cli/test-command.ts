@@ -20,7 +20,7 @@ function suiteLines(suite: SuiteResult): string[] {
   const c = suite.coverage;
   if (c !== undefined) {
     lines.push(
-      `coverage ${id} (${suite.file ? shortPath(suite.file) : 'inline'}): steps ${c.steps.covered}/${c.steps.total}, branches ${c.branches.covered}/${c.branches.total}, loop exits ${c.loops.covered}/${c.loops.total}`,
+      `coverage ${id} (${suite.file ? shortPath(suite.file) : 'inline'}): steps ${c.steps.covered}/${c.steps.total}, branches ${c.branches.covered}/${c.branches.total}, loop exits ${c.loops.covered}/${c.loops.total}${c.joins.total > 0 ? `, join outcomes ${c.joins.covered}/${c.joins.total}` : ''}`,
     );
     for (const u of c.untested) lines.push(`  untested: ${u}`);
   }

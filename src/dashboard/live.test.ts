@@ -128,6 +128,21 @@ describe('LiveUpdates', () => {
     for (const s of [all, one, other]) s.close();
   });
 
+  it("sends a child's changes to its parent's page (it shows its children), never to another principal's", async () => {
+    const parent = stream('since=T0&execution=p1');
+    const stranger = stream('since=T0&execution=p1&principal=alice');
+    await until(() => live.size === 2);
+    store.set('c1', { updated_at: 'T1', parent_id: 'p1' });
+    store.set('c2', { updated_at: 'T2', parent_id: 'other' });
+    store.set('p1', { updated_at: 'T3' });
+    await until(() => parent.events().length === 2);
+    const polls = store.polls;
+    await until(() => store.polls > polls + 3);
+    expect(parent.events().map((e) => e.execution_id)).toEqual(['c1', 'p1']);
+    expect(stranger.events()).toEqual([]);
+    for (const s of [parent, stranger]) s.close();
+  });
+
   it('polls only while a page is open, and answers 204 (do not reconnect) once closed', async () => {
     const s = stream('since=T0');
     await until(() => store.polls > 1);

@@ -256,10 +256,11 @@ export class LiveUpdates {
     };
     const frame = `event: changed\ndata: ${this.redact(JSON.stringify(event))}\n\n`;
     for (const s of this.streams) {
+      // One execution's page also shows its children: a child's change is the parent page's too.
       if (
         s.tasks !== undefined ||
         s.principal !== principal ||
-        (s.execution !== undefined && s.execution !== h.execution_id)
+        (s.execution !== undefined && s.execution !== h.execution_id && s.execution !== h.parent_id)
       )
         continue;
       // A full socket buffer means a stuck client: drop it (it reconnects and reloads) rather than buffer.

@@ -62,4 +62,40 @@ describe('diagramSvg', () => {
     expect(svg).toMatch(/class="wf-node wf-prompt is-done" data-step="one"/);
     expect(svg).toMatch(/class="wf-node wf-prompt is-current" data-step="two"/);
   });
+
+  it('draws a fan-out: a rounded node per child, a join node, and their edges (no step marks on them)', () => {
+    const w: Workflow = {
+      id: 'fan',
+      name: 'Fan',
+      description: 'd',
+      version: '1.0.0',
+      steps: [
+        {
+          id: 'reviews',
+          title: 'Reviews',
+          prompt: 'p',
+          delegate: {
+            workflow: 'review',
+            children: [{ name: 'security' }, { name: '<b>x</b>' }, { name: 'speed' }],
+          },
+        },
+        { id: 'after', title: 'After', prompt: 'p' },
+      ],
+    };
+    const svg = diagramSvg(workflowDiagram(w), { title: w.name });
+    expect(svg.match(/<g class="wf-node wf-child"/g)).toHaveLength(3);
+    expect(svg.match(/<g class="wf-node wf-join"/g)).toHaveLength(1);
+    expect(svg.match(/<g class="wf-edge wf-edge-fan"/g)).toHaveLength(3);
+    expect(svg.match(/<g class="wf-edge wf-edge-join"/g)).toHaveLength(3);
+    expect(svg).toContain('&lt;b&gt;x&lt;/b&gt;');
+    expect(svg).toContain('join: all');
+    expect(svg).not.toMatch(/NaN|undefined/);
+    // Left to right as the delegation lists them.
+    const xs = [...svg.matchAll(/<g class="wf-node wf-child" transform="translate\(([\d.]+),/g)].map((m) =>
+      Number(m[1]),
+    );
+    expect(xs).toHaveLength(3);
+    expect(xs).toEqual([...xs].sort((a, b) => a - b));
+    expect(new Set(xs).size).toBe(3);
+  });
 });

@@ -63,7 +63,7 @@ export function diagramSvg(diagram: WorkflowDiagram, options: SvgOptions): strin
       ...(node.detail !== undefined ? [{ text: clip(node.detail, 56), size: SMALL }] : []),
     ];
     const round = node.kind === 'end' || node.kind === 'start';
-    const pad = node.kind === 'loop' || node.kind === 'inputs' ? 44 : 24;
+    const pad = node.kind === 'loop' || node.kind === 'inputs' || node.kind === 'join' ? 44 : 24;
     const width = round ? 56 : Math.max(...lines.map((l) => textWidth(l.text, l.size))) + pad;
     const height = round ? 36 : 14 + lines.length * LINE;
     boxes.set(node.id, { node, lines, width, height });
@@ -73,7 +73,18 @@ export function diagramSvg(diagram: WorkflowDiagram, options: SvgOptions): strin
     g.setNode(cluster.id, { width: 0, height: 0, paddingTop: 24 });
     for (const child of cluster.children) g.setParent(child, cluster.id);
   }
-  diagram.edges.forEach((e, i) => {
+  // dagre places the successors of a node right to left in the order their edges were set: a
+  // fan-out's edges go in reverse, so the children read left to right as the delegation lists them.
+  const order = diagram.edges.map((_, i) => i);
+  for (let i = 0; i < order.length; ) {
+    const from = diagram.edges[i]?.from;
+    let end = i;
+    while (diagram.edges[end]?.kind === 'fan' && diagram.edges[end]?.from === from) end++;
+    if (end > i + 1) order.splice(i, end - i, ...order.slice(i, end).reverse());
+    i = Math.max(end, i + 1);
+  }
+  for (const i of order) {
+    const e = diagram.edges[i] as (typeof diagram.edges)[number];
     const label = e.label !== undefined ? clip(e.label, 60) : undefined;
     g.setEdge(
       e.from,
@@ -87,7 +98,7 @@ export function diagramSvg(diagram: WorkflowDiagram, options: SvgOptions): strin
       },
       `e${i}`,
     );
-  });
+  }
   // Layout-only edges pull whatever follows a loop below its body (drawn edges leave from the loop node,
   // which alone would put the body beside the main column).
   for (const cluster of diagram.clusters) {
@@ -156,6 +167,13 @@ export function diagramSvg(diagram: WorkflowDiagram, options: SvgOptions): strin
         break;
       case 'loop':
         shape = `<polygon points="${round(-hw + 14)},${round(-hh)} ${round(hw - 14)},${round(-hh)} ${round(hw)},0 ${round(hw - 14)},${round(hh)} ${round(-hw + 14)},${round(hh)} ${round(-hw)},0"/>`;
+        break;
+      case 'join':
+        // Narrower at the bottom: the children's work gathered into one.
+        shape = `<polygon points="${round(-hw)},${round(-hh)} ${round(hw)},${round(-hh)} ${round(hw - 14)},${round(hh)} ${round(-hw + 14)},${round(hh)}"/>`;
+        break;
+      case 'child':
+        shape = `<rect x="${round(-hw)}" y="${round(-hh)}" width="${round(box.width)}" height="${round(box.height)}" rx="${round(hh)}"/>`;
         break;
       case 'start':
         shape = `<circle r="${round(hh)}"/>`;

@@ -117,6 +117,13 @@ describe('contextNeeds', () => {
           children: [{ name: 'strict', workflow: 'review', runCondition: { var: 'careful', equals: true } }],
         },
       },
+      // The children's results are the server's to set (into, default the step id): nobody is asked for them.
+      {
+        id: 'ship',
+        title: 'Ship',
+        prompt: 'Ship.',
+        runCondition: { var: 'review.strict.state', equals: 'completed' },
+      },
     ]);
     const needs = contextNeeds(workflow);
     expect(needs.byPath.get('slices')).toMatchObject({
@@ -139,6 +146,8 @@ describe('contextNeeds', () => {
     // A child's condition and a {{var}} in the children's context are reads too.
     expect(needs.byPath.get('careful')).toMatchObject({ reads: [{ step: 'review', what: 'runCondition' }] });
     expect(needs.byPath.get('team')).toMatchObject({ reads: [{ step: 'build', what: 'template' }] });
+    expect(needs.byPath.has('review.strict.state')).toBe(false);
+    expect(needs.byStep.get('review')).toBeUndefined();
   });
 
   it('marks variables read before any step can set them', () => {

@@ -21,9 +21,10 @@ import {
   type Workflow,
 } from '../model/workflow.js';
 import { type Context, readPath } from './conditions.js';
+import { contextKeysTheServerSets, delegationTexts } from './delegate-context.js';
 import { fail } from './errors.js';
 import { MAX_DEPTH } from './json-text.js';
-import { bodyOf, describeGot, serverOwnedKeys } from './next-step.js';
+import { bodyOf, describeGot } from './next-step.js';
 import { contextReferencesIn } from './templating.js';
 import { stepPromptText } from './workrail.js';
 
@@ -182,7 +183,7 @@ interface Read extends ContextRead {
 }
 
 function analyse(workflow: Workflow): ContextNeeds {
-  const owned = serverOwnedKeys(workflow);
+  const owned = contextKeysTheServerSets(workflow);
   const bodyRefs = new Set(
     workflow.steps.flatMap((s) => (isLoopStep(s) && typeof s.body === 'string' ? [s.body] : [])),
   );
@@ -221,7 +222,7 @@ function analyse(workflow: Workflow): ContextNeeds {
       reads.push({ ...base, path: d.forEach, what: 'children', display: false, fanOut: step.title });
     for (const child of d.children ?? [])
       conditionReads(child.runCondition, { ...base, what: 'runCondition' });
-    for (const text of textsIn([d.context, ...(d.children ?? []).map((c) => c.context)]))
+    for (const text of delegationTexts(d))
       for (const name of contextReferencesIn(text))
         reads.push({ ...base, path: name, what: 'template', display: true });
   };
@@ -354,14 +355,6 @@ function analyse(workflow: Workflow): ContextNeeds {
   }
   const list = [...variables.values()];
   return { variables: list, byPath: variables, byStep, dangling };
-}
-
-/** Every string in a value (templates of a delegation's context), nested values included up to MAX_DEPTH. */
-function textsIn(value: unknown, depth = 0, into: string[] = []): string[] {
-  if (typeof value === 'string') into.push(value);
-  else if (value !== null && typeof value === 'object' && depth < MAX_DEPTH)
-    for (const v of Object.values(value)) textsIn(v, depth + 1, into);
-  return into;
 }
 
 function sourceRead(loop: LoopStep, path: string, point: number, what: 'items' | 'count'): Read {

@@ -132,3 +132,60 @@ describe('coverage', () => {
     expect(report.untested).not.toContain('loop "three" never runs zero rounds');
   });
 });
+
+describe('coverage of delegating steps', () => {
+  const DELEGATING = workflow({
+    id: 'fan',
+    name: 'Fan',
+    description: 'Delegating steps, one in a loop',
+    version: '1.0.0',
+    steps: [
+      {
+        id: 'strict',
+        title: 'Strict',
+        prompt: 'All of them, or fail.',
+        delegate: { workflow: 'routine-a', count: 2 },
+      },
+      {
+        id: 'rounds',
+        type: 'loop',
+        title: 'Rounds',
+        loop: { type: 'for', count: 2, maxIterations: 3 },
+        body: [
+          {
+            id: 'lenient',
+            title: 'Lenient',
+            prompt: 'Go on without the ones that fail; wait an hour at most.',
+            delegate: {
+              children: [{ name: 'a', workflow: 'routine-a' }],
+              onChildFailure: 'continue',
+              timeout: '60m',
+            },
+          },
+        ],
+      },
+    ],
+  });
+
+  it('each join can hold, and fail or go on without a child (as onChildFailure says), and time out with a timeout', () => {
+    expect(coverageSites(DELEGATING).joins).toEqual([
+      { id: 'strict', title: 'Strict', outcomes: ['held', 'failed'] },
+      { id: 'lenient', title: 'Lenient', outcomes: ['held', 'continued', 'timed_out'], timeout: '60m' },
+    ]);
+  });
+
+  it('counts the join outcomes the runner saw, and words the ones never seen', () => {
+    const tally = new CoverageTally(DELEGATING);
+    tally.joined('strict', 'held');
+    tally.joined('lenient', 'held');
+    tally.joined('lenient', 'timed_out');
+    tally.joined('lenient', 'held');
+    const report = tally.report();
+    expect(report.joins).toMatchObject({ covered: 3, total: 5 });
+    expect(report.joins.items[1]?.outcomes).toEqual({ held: 2, continued: 0, failed: 0, timed_out: 1 });
+    expect(report.untested.filter((u) => u.includes('join'))).toEqual([
+      'the join of "strict" never fails (a child that does not complete fails the execution)',
+      'the join of "lenient" never goes on without a child that did not complete (onChildFailure: continue)',
+    ]);
+  });
+});

@@ -1,7 +1,8 @@
 /**
  * What the workflow tests count as covered: every action step entered, every condition taken both ways
  * (runCondition, a while/until loop's condition, promptFragment `when`, a conditional requireConfirmation,
- * a validation rule's `condition`: the reads the context analysis knows), and every way each loop can end.
+ * a validation rule's `condition`: the reads the context analysis knows), every way each loop can end, and
+ * every way each delegating step's join can end (it holds, goes on without a child, fails, times out).
  * Pure: the runner feeds it what the engine decided (the walk's observer) and the contexts it saw.
  */
 import {
@@ -41,11 +42,41 @@ export interface LoopSite {
   exits: LoopExit[];
 }
 
+/** How a delegating step's join can end: each is a path to cover, like a loop's exits. */
+export type JoinOutcome = 'held' | 'continued' | 'failed' | 'timed_out';
+
+/** One delegating step and the ways its join can end. */
+export interface JoinSite {
+  id: string;
+  title: string;
+  /** The outcomes its `delegate` allows. */
+  outcomes: JoinOutcome[];
+  /** Its `delegate.timeout`, as written (for the words of an untested timeout). */
+  timeout?: string | number;
+}
+
 export interface CoverageSites {
   /** Action steps (prompt and command, loop bodies included), in walk order. */
   steps: string[];
   branches: BranchSite[];
   loops: LoopSite[];
+  joins: JoinSite[];
+}
+
+/**
+ * The ways a delegating step's join can end, from its `delegate`: it holds (always: enough children
+ * complete); a child that ends without completing either fails the execution (onChildFailure: fail, the
+ * default) or lets it go on with the children that completed (continue); with a `timeout`, the wait can
+ * time out.
+ */
+function joinOutcomes(step: PromptStep): JoinOutcome[] {
+  const d = step.delegate;
+  if (d === undefined) return [];
+  return [
+    'held',
+    d.onChildFailure === 'continue' ? 'continued' : 'failed',
+    ...(d.timeout !== undefined ? (['timed_out'] as const) : []),
+  ];
 }
 
 const LOOP_EXITS: readonly LoopExit[] = ['none', 'condition', 'max_iterations'];
@@ -67,7 +98,7 @@ const cache = new WeakMap<Workflow, CoverageSites>();
 export function coverageSites(workflow: Workflow): CoverageSites {
   const cached = cache.get(workflow);
   if (cached) return cached;
-  const sites: CoverageSites = { steps: [], branches: [], loops: [] };
+  const sites: CoverageSites = { steps: [], branches: [], loops: [], joins: [] };
   const seen = new Set<string>();
   const branch = (step: string, kind: BranchKind, condition: Condition | undefined, n?: number) => {
     if (condition === undefined) return;
@@ -85,6 +116,13 @@ export function coverageSites(workflow: Workflow): CoverageSites {
     sites.steps.push(step.id);
     branch(step.id, 'runCondition', step.runCondition);
     if (!isPromptStep(step)) return;
+    if (step.delegate !== undefined)
+      sites.joins.push({
+        id: step.id,
+        title: step.title,
+        outcomes: joinOutcomes(step),
+        ...(step.delegate.timeout !== undefined ? { timeout: step.delegate.timeout } : {}),
+      });
     (step.promptFragments ?? []).forEach((f, i) => {
       branch(step.id, 'fragment', f.when, i + 1);
     });
@@ -136,6 +174,15 @@ export interface LoopCoverage {
   possible: LoopExit[];
 }
 
+export interface JoinCoverage {
+  id: string;
+  title: string;
+  /** How often the join ended each way (timed_out: each wait that timed out). */
+  outcomes: Record<JoinOutcome, number>;
+  /** The outcomes its `delegate` allows: each is a path to cover. */
+  possible: JoinOutcome[];
+}
+
 export interface CoverageReport {
   /** Action steps entered, of all. */
   steps: { covered: number; total: number; items: { id: string; visits: number }[] };
@@ -143,6 +190,8 @@ export interface CoverageReport {
   branches: { covered: number; total: number; items: BranchCoverage[] };
   /** Loop exits taken, of those the loops allow. */
   loops: { covered: number; total: number; items: LoopCoverage[] };
+  /** Join outcomes seen, of those the delegating steps allow. */
+  joins: { covered: number; total: number; items: JoinCoverage[] };
   /** Each path no scenario walks, in a line. */
   untested: string[];
 }
@@ -161,6 +210,16 @@ const EXIT_WORDS: Record<LoopExit, (loop: LoopSite) => string> = {
   max_iterations: (l) => `loop "${l.id}" never stops at its maxIterations (${l.maxIterations})`,
 };
 
+const JOIN_WORDS: Record<JoinOutcome, (join: JoinSite) => string> = {
+  held: (j) => `the join of "${j.id}" never holds`,
+  continued: (j) =>
+    `the join of "${j.id}" never goes on without a child that did not complete (onChildFailure: continue)`,
+  failed: (j) => `the join of "${j.id}" never fails (a child that does not complete fails the execution)`,
+  timed_out: (j) => `the wait on the children of "${j.id}" never times out (timeout: ${j.timeout})`,
+};
+
+const NO_JOINS = (): Record<JoinOutcome, number> => ({ held: 0, continued: 0, failed: 0, timed_out: 0 });
+
 /**
  * Counts what the scenarios of one test file exercised. The walk's events come from the engine itself
  * (`observe`); fragments and confirmations are read with the context a step was handed out with, rule
@@ -171,6 +230,7 @@ export class CoverageTally {
   private readonly visits = new Map<string, number>();
   private readonly outcomes = new Map<string, { true: number; false: number }>();
   private readonly exits = new Map<string, Record<LoopExit, number>>();
+  private readonly joins = new Map<string, Record<JoinOutcome, number>>();
 
   constructor(workflow: Workflow) {
     this.sites = coverageSites(workflow);
@@ -195,6 +255,13 @@ export class CoverageTally {
       exits[event.exit] += 1;
       this.exits.set(event.loop, exits);
     }
+  }
+
+  /** A delegating step's join ended `outcome` (or its wait timed out), as the runner saw it. */
+  joined(stepId: string, outcome: JoinOutcome): void {
+    const counts = this.joins.get(stepId) ?? NO_JOINS();
+    counts[outcome] += 1;
+    this.joins.set(stepId, counts);
   }
 
   /** A prompt step handed out with `context`: its fragments and its confirmation are read. */
@@ -230,6 +297,11 @@ export class CoverageTally {
       for (const exit of site.exits) if (exits[exit] === 0) untested.push(EXIT_WORDS[exit](site));
       return { id: site.id, title: site.title, exits: { ...exits }, possible: site.exits };
     });
+    const joins = this.sites.joins.map((site) => {
+      const outcomes = this.joins.get(site.id) ?? NO_JOINS();
+      for (const o of site.outcomes) if (outcomes[o] === 0) untested.push(JOIN_WORDS[o](site));
+      return { id: site.id, title: site.title, outcomes: { ...outcomes }, possible: site.outcomes };
+    });
     return {
       steps: { covered: steps.filter((s) => s.visits > 0).length, total: steps.length, items: steps },
       branches: {
@@ -241,6 +313,11 @@ export class CoverageTally {
         covered: loops.reduce((n, l) => n + l.possible.filter((e) => l.exits[e] > 0).length, 0),
         total: loops.reduce((n, l) => n + l.possible.length, 0),
         items: loops,
+      },
+      joins: {
+        covered: joins.reduce((n, j) => n + j.possible.filter((o) => j.outcomes[o] > 0).length, 0),
+        total: joins.reduce((n, j) => n + j.possible.length, 0),
+        items: joins,
       },
       untested,
     };

@@ -6,6 +6,7 @@ import {
   type Workflow,
 } from '../model/workflow.js';
 import { asRecord, type Context, evaluateCondition } from './conditions.js';
+import { statelessDelegation } from './delegate-context.js';
 import type { LoopPosition } from './next-step.js';
 import {
   DATA_BLOCK_INFO,
@@ -87,7 +88,7 @@ export function buildGuidance(
   loop?: LoopPosition,
   notices: readonly string[] = [],
   scope: TemplateScope = contextScope(context),
-  options: { metaGuidance?: 'full' | 'reference' } = {},
+  options: { metaGuidance?: 'full' | 'reference'; stateless?: boolean } = {},
 ): Guidance {
   if (isCommandStep(step)) return commandGuidance(step, notices);
   const budget = promptBudget();
@@ -100,7 +101,11 @@ export function buildGuidance(
       : '';
     loopLine = `Loop "${loop.title}": iteration ${loop.iteration}${of}.${item}${loop.note ? `\n${loop.note}` : ''}`;
   }
-  const body = [stepPromptText(step, context), ...activeFragments(step, context)].join('\n\n');
+  const body = [
+    stepPromptText(step, context),
+    ...activeFragments(step, context),
+    ...(options.stateless ? statelessDelegation(step, context) : []),
+  ].join('\n\n');
   const stepText = `Step: ${renderText(step.title, scope, budget)}\n${renderText(body, scope, budget)}`;
   const guidanceLines = (step.guidance ?? []).map((g) => `- ${renderText(g, scope, budget)}`);
   const parts: string[] = [...notices];

@@ -67,6 +67,9 @@ export interface NextStep {
 export function serverOwnedKeys(workflow: Workflow): Set<string> {
   const keys = new Set<string>(['inputs', 'steps', LOOPS_KEY, LOOP_CONTROL_KEY]);
   for (const step of workflow.steps) {
+    // Where a delegating step puts its children's results: the server writes it when they join.
+    for (const inner of isLoopStep(step) ? (Array.isArray(step.body) ? step.body : []) : [step])
+      if (isPromptStep(inner) && inner.delegate !== undefined) keys.add(inner.delegate.into ?? inner.id);
     if (!isLoopStep(step)) continue;
     const cfg = step.loop;
     keys.add(cfg.iterationVar ?? 'currentIteration');

@@ -15,6 +15,7 @@ import { render, TemplateError } from '../engine/templating.js';
 import { checkSubmission } from '../engine/workrail.js';
 import type { PromptStep, Workflow } from '../model/workflow.js';
 import type { ExecutionRecord, StoreWriter } from '../store/execution-store.js';
+import { currentTraceparent } from '../telemetry/trace.js';
 import { DECIDED } from './approvals.js';
 import {
   type ChildEntry,
@@ -54,10 +55,21 @@ interface ChildSpec {
 
 export class Delegation {
   /**
-   * Parents whose children this process is creating or moving right now, in a transaction that holds the
-   * parent's record in memory: their children's ends are recorded by that code, not read back.
+   * Per transaction, the parents whose children it is creating or moving right now while it holds the
+   * parent's record in memory: their children's ends are recorded by that code, not read back. Per
+   * transaction, not per process: another transaction's child ending must still tell its parent (it
+   * waits for the parent's row lock, then reads what the mover committed).
    */
-  private readonly busy = new Set<string>();
+  private readonly busy = new WeakMap<StoreWriter, Set<string>>();
+
+  private busyIn(tx: StoreWriter): Set<string> {
+    let set = this.busy.get(tx);
+    if (set === undefined) {
+      set = new Set();
+      this.busy.set(tx, set);
+    }
+    return set;
+  }
 
   constructor(
     private readonly parts: ServiceParts,
@@ -114,7 +126,7 @@ export class Delegation {
     }
     const { registry } = this.parts.deps;
     const entries: ChildEntry[] = [];
-    this.busy.add(parent.execution_id);
+    this.busyIn(tx).add(parent.execution_id);
     try {
       for (const spec of specs) {
         const entry = registry.require(spec.workflowId);
@@ -132,7 +144,7 @@ export class Delegation {
           entry,
           context: spec.context,
           parentId: parent.execution_id,
-          metadata: { parent: parentLink },
+          metadata: { parent: { ...parentLink, trace: currentTraceparent() } },
         });
         entries.push({
           name: spec.name,
@@ -144,7 +156,7 @@ export class Delegation {
         });
       }
     } finally {
-      this.busy.delete(parent.execution_id);
+      this.busyIn(tx).delete(parent.execution_id);
     }
     const timeoutMs = d.timeout === undefined ? null : durationMs(d.timeout, 0);
     const state: DelegationState = {
@@ -226,7 +238,7 @@ export class Delegation {
     to: ExecutionState,
     reason: string | undefined,
   ): Promise<void> {
-    if (isTerminal(to) && exec.parent_id !== null && !this.busy.has(exec.parent_id))
+    if (isTerminal(to) && exec.parent_id !== null && !this.busyIn(tx).has(exec.parent_id))
       await this.childEnded(tx, exec, reason);
     const d = delegationOf(exec.metadata);
     if (d === undefined || d.step !== exec.current_step) return;
@@ -255,7 +267,7 @@ export class Delegation {
     to: 'abandoned' | 'paused' | 'running',
     reason: string,
   ): Promise<void> {
-    this.busy.add(parent.execution_id);
+    this.busyIn(tx).add(parent.execution_id);
     try {
       for (const entry of d.children) {
         if (isTerminal(entry.state)) continue;
@@ -281,7 +293,7 @@ export class Delegation {
         if (isTerminal(child.state)) entry.result = { state: child.state, reason };
       }
     } finally {
-      this.busy.delete(parent.execution_id);
+      this.busyIn(tx).delete(parent.execution_id);
     }
     parent.metadata = { ...parent.metadata, delegation: d };
   }
@@ -317,6 +329,12 @@ export class Delegation {
 
   /** Settles the join of the caller's execution, if it waits on one (workflow_resume looks first). */
   async look(executionId: string, principal: string): Promise<void> {
+    // A read first: most looks find nothing to settle, and need not take the parent's row lock.
+    const seen = await this.parts.deps.store.getExecution(executionId);
+    const pending = seen === undefined ? undefined : delegationOf(seen.metadata);
+    if (seen === undefined || seen.principal !== principal || pending === undefined) return;
+    const due = pending.deadline !== null && Date.parse(pending.deadline) <= this.parts.now();
+    if (joinVerdict(pending) === 'waiting' && !due) return;
     await this.parts.deps.store.transaction(async (tx) => {
       const exec = await tx.getExecution(executionId);
       if (exec === undefined || exec.principal !== principal || delegationOf(exec.metadata) === undefined)

@@ -4,7 +4,7 @@ import type { CatalogRegistry } from '../catalogs/catalog-registry.js';
 import type { CommandStepRunner } from '../catalogs/command-steps.js';
 import type { InputChecker } from '../catalogs/input-check.js';
 import type { Context } from '../engine/conditions.js';
-import type { WalkObserver } from '../engine/next-step.js';
+import type { WalkEvent } from '../engine/next-step.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
 import type { Workflow } from '../model/workflow.js';
 import type { ExecutionStore } from '../store/execution-store.js';
@@ -15,6 +15,9 @@ import type { CheckRunner } from './checks.js';
 import type { StateRoute } from './execution-model.js';
 import type { StepMachine } from './execution-steps.js';
 import type { TokenService } from './tokens.js';
+
+/** Told what each walk that moves an execution decided, and whose workflow it walked (the workflow tests' coverage). */
+export type ExecutionObserver = (event: WalkEvent, workflowId: string) => void;
 
 export interface ExecutionDeps {
   store: ExecutionStore;
@@ -35,7 +38,7 @@ export interface ExecutionDeps {
    */
   inputs?: InputChecker;
   /** Told what each walk that moves an execution decided (the workflow tests' coverage). */
-  observe?: WalkObserver;
+  observe?: ExecutionObserver;
   /** Runs the checks steps name (`verify`); without it a step naming one is CHECK_UNAVAILABLE. */
   checks?: CheckRunner;
   /** The clock approval timeouts are measured by (ms since the epoch); tests inject one. */

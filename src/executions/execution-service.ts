@@ -1,7 +1,7 @@
 import type { RequestableState } from '../engine/state-machine.js';
 import type { ApprovalRecord, StoreWriter } from '../store/execution-store.js';
 import { type Metrics, NO_METRICS } from '../telemetry/metrics.js';
-import { ATTR, inSpan } from '../telemetry/trace.js';
+import { ATTR, inSpan, linkSpan } from '../telemetry/trace.js';
 import { Approvals } from './approvals.js';
 import { CommandPhase } from './command-phase.js';
 import { DEFAULT_DELEGATION_LIMITS, Delegation } from './delegation.js';
@@ -63,13 +63,14 @@ export class ExecutionService {
     this.approvals = new Approvals(parts, outcomes);
     this.states = new StateChanges(parts, this.approvals, commandPhase, outcomes);
     this.starting = new Starting(parts, outcomes, this.states, commandPhase);
-    const delegation = (this.delegation = new Delegation(
+    const delegation = new Delegation(
       parts,
       outcomes,
       this.starting,
       this.states,
       deps.delegation ?? DEFAULT_DELEGATION_LIMITS,
-    ));
+    );
+    this.delegation = delegation;
     // What the machine tells the delegation inside a transaction: a delegating step entered (children are
     // created), a change of state (a child that ended is joined; a parent takes its children along).
     machine.hooks = {
@@ -109,6 +110,17 @@ export class ExecutionService {
       const outcome = await inSpan('workflow step', { [ATTR.principal]: caller.principal }, async (span) => {
         const submitted = await this.submitAndAsk(token, output, caller);
         if ('workflow_id' in submitted) span?.setAttribute(ATTR.workflow, submitted.workflow_id);
+        // A child's step links to its parent's delegating step, by the trace context kept at its creation.
+        const parent =
+          span && 'execution_id' in submitted
+            ? await this.queries.parentTrace(submitted.execution_id)
+            : undefined;
+        if (parent)
+          linkSpan(span, parent.trace, {
+            [ATTR.execution]: parent.execution_id,
+            [ATTR.step]: parent.step,
+            [ATTR.child]: parent.name,
+          });
         // A poll's answer: pending, approved, or rejected (by a person or the timeout).
         if ('approval' in submitted && submitted.approval !== undefined)
           span?.setAttribute('workflowlookup.approval.status', submitted.approval.status);

@@ -3,13 +3,14 @@ import { asRecord, type Context } from '../engine/conditions.js';
 import { fail } from '../engine/errors.js';
 import { stepFill } from '../engine/fill.js';
 import { buildGuidance, contextScope } from '../engine/guidance.js';
-import { nextStep, serverOwnedKeys, type WalkObserver } from '../engine/next-step.js';
+import { nextStep, serverOwnedKeys, type WalkEvent } from '../engine/next-step.js';
 import { type ExecutionState, isTerminal } from '../engine/state-machine.js';
 import { renderPreview, type TemplateScope } from '../engine/templating.js';
 import { isCommandStep, type PromptStep, type Workflow } from '../model/workflow.js';
 import type { ExecutionRecord, ExecutionStore, StoreReader, StoreWriter } from '../store/execution-store.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
 import { DEFAULT_AGENT, nowIso, plannedSteps, type StepView } from './execution-model.js';
+import { RecordChain } from './record-chain.js';
 import { TokenService } from './tokens.js';
 
 export interface StepMachineDeps {
@@ -19,7 +20,7 @@ export interface StepMachineDeps {
   /** Environment variables templates may read. */
   allowedEnv: Record<string, string>;
   /** Told what each walk that moves an execution decided (the workflow tests' coverage). */
-  observe?: WalkObserver | undefined;
+  observe?: ((event: WalkEvent, workflowId: string) => void) | undefined;
 }
 
 const MAX_PINNED = 256;
@@ -72,6 +73,7 @@ export interface MachineHooks {
 
 export class StepMachine {
   private readonly pinned = new Map<string, Workflow>();
+  private readonly record = new RecordChain();
   hooks: MachineHooks = {};
 
   constructor(private readonly deps: StepMachineDeps) {}
@@ -112,7 +114,8 @@ export class StepMachine {
    * entered call nextStep themselves and tell no one.
    */
   walk(workflow: Workflow, completed: readonly string[], context: Context): ReturnType<typeof nextStep> {
-    return nextStep(workflow, completed, context, this.deps.observe);
+    const { observe } = this.deps;
+    return nextStep(workflow, completed, context, observe && ((event) => observe(event, workflow.id)));
   }
 
   /** Refuses context keys the server owns (inputs, step outputs, loop progress and loop variables). */
@@ -336,6 +339,13 @@ export class StepMachine {
       agent_name: null,
       metadata,
     });
+    // The record: what happened to the work, chained in this same transaction (record-chain.ts).
+    await this.record.append(tx, exec, type, stepName, metadata);
+  }
+
+  /** The execution's record, in order (an execution from before records gets its chain first). */
+  recordOf(tx: StoreWriter, exec: ExecutionRecord) {
+    return this.record.read(tx, exec);
   }
 }
 

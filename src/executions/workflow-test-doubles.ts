@@ -80,17 +80,30 @@ export function nthOf<T extends { times?: number | undefined }>(
   return entries.at(-1);
 }
 
-/** The answers of one scenario, read in order per step (the last entry repeats). */
+type StepAnswers = NonNullable<Scenario['steps']>[string];
+
+/** Where an agent's answers come from: answers by step id (the first layer naming a step wins), and defaults (later over earlier). */
+export interface AnswerSource {
+  steps: readonly (Record<string, StepAnswers> | undefined)[];
+  defaults: readonly (Answer | undefined)[];
+}
+
+/** The answers of one agent (a scenario's, or a child's), read in order per step (the last entry repeats). */
 export class AnswerBook {
   private readonly used = new Map<string, number>();
 
-  constructor(
-    private readonly scenario: Scenario,
-    private readonly file: TestFile,
-  ) {}
+  constructor(private readonly source: AnswerSource) {}
+
+  /** The scenario's agent: its steps over the file's, its defaults over the file's. */
+  static of(scenario: Scenario, file: TestFile): AnswerBook {
+    return new AnswerBook({
+      steps: [scenario.steps, file.steps],
+      defaults: [file.defaults, scenario.defaults],
+    });
+  }
 
   private entries(stepId: string): (Answer & { times?: number | undefined })[] {
-    const given = this.scenario.steps?.[stepId] ?? this.file.steps?.[stepId];
+    const given = this.source.steps.map((layer) => layer?.[stepId]).find((a) => a !== undefined);
     if (given === undefined) return [{}];
     return Array.isArray(given) ? given : [given];
   }
@@ -107,7 +120,7 @@ export class AnswerBook {
   /** The step's n-th report (from 0) with the defaults under it: the entry whose `times` cover n, else the last. */
   private answer(stepId: string, n: number): Answer {
     const { times: _times, ...answer } = nthOf(this.entries(stepId), n) ?? {};
-    return { ...this.file.defaults, ...this.scenario.defaults, ...answer };
+    return Object.assign({}, ...this.source.defaults, answer) as Answer;
   }
 
   next(stepId: string): StepOutput {

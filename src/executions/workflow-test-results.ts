@@ -2,6 +2,7 @@
 import type { CoverageReport } from '../engine/coverage.js';
 import type { ExecutionState } from '../engine/state-machine.js';
 import type { Violation } from '../model/violation.js';
+import type { JOIN_ENDS } from '../workflows/test-format.js';
 
 /** A request a command step sent (to its canned API). */
 export interface SentRequest {
@@ -14,6 +15,32 @@ export interface Rejection {
   step: string;
   issues: string[];
 }
+
+/** One child execution a delegating step created, as its agent walked it. */
+export interface ChildRun {
+  name: string;
+  workflow_id: string;
+  /** Its state at the end of the scenario. */
+  state: ExecutionState;
+  /** Every step of its workflow entered, in order. */
+  path: string[];
+  /** Its agent's refused reports, in order. */
+  rejected: Rejection[];
+  /** Reports its agent made. */
+  reports: number;
+}
+
+/** One time a delegating step handed its work to children, and how its join ended. */
+export interface DelegationRun {
+  step: string;
+  /** held (enough completed), continued (onChildFailure: continue), failed (the parent failed), waiting (never joined). */
+  join: JoinEnd;
+  /** How many times the wait on the children timed out. */
+  timeouts: number;
+  children: ChildRun[];
+}
+
+export type JoinEnd = (typeof JOIN_ENDS)[number];
 
 export interface ScenarioResult {
   name: string;
@@ -36,6 +63,8 @@ export interface ScenarioResult {
   final_output?: unknown;
   /** A call that failed (a start refused, a command step that failed). */
   error?: { code: string; message: string };
+  /** Each time a delegating step handed its work to children, in order (absent when none did). */
+  delegations?: DelegationRun[];
 }
 
 export interface SuiteResult {

@@ -3,8 +3,9 @@
  * same engine, validation, contracts, context checks and loop rules), over a scratch SQLite store that is
  * thrown away after the run. The scenario plays the agent (its reports at each step) and the APIs of
  * command steps (canned answers through the real command runner: templates, repeat, output_contract);
- * no server process, no network. What must follow is checked against what the store recorded, and the
- * engine's own decisions are counted as coverage.
+ * a delegating step's children are real child executions in the same store, each walked by an agent the
+ * scenario scripts (workflow-test-walk.ts); no server process, no network. What must follow is checked
+ * against what the store recorded, and the engine's own decisions are counted as coverage.
  */
 import { randomBytes } from 'node:crypto';
 import { dirname } from 'node:path';
@@ -12,7 +13,6 @@ import type { CommandFailureReason } from '../catalogs/http-runner.js';
 import type { Context } from '../engine/conditions.js';
 import { CoverageTally } from '../engine/coverage.js';
 import { DomainFailure } from '../engine/errors.js';
-import { findPromptStep } from '../engine/next-step.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
 import { enclosingLoop } from '../engine/workrail.js';
 import type { Violation } from '../model/violation.js';
@@ -30,31 +30,33 @@ import {
 } from '../workflows/test-files.js';
 import {
   COMMAND_ERROR_REASONS,
-  reportUnits,
   type Scenario,
   TEST_LIMITS,
   type TestFile,
 } from '../workflows/test-format.js';
-import { localCaller, type Outcome } from './execution-model.js';
+import { localCaller } from './execution-model.js';
 import type { ExecutionDeps, ExecutionService } from './execution-service.js';
+import { checkChildrenAgainst, childrenScripts, WalkEvents } from './workflow-test-children.js';
 import {
   AnswerBook,
   CannedChecks,
   CannedCommands,
   errorText,
-  TEST_DECIDER,
   WorkBudget,
   WorkSpent,
 } from './workflow-test-doubles.js';
 import { type RunFacts, unmet } from './workflow-test-expectations.js';
-import type { Rejection, ScenarioResult, SuiteResult, TestRun } from './workflow-test-results.js';
+import type { ScenarioResult, SuiteResult, TestRun } from './workflow-test-results.js';
+import { ScenarioClock, ScenarioWalk } from './workflow-test-walk.js';
 
 // The canned failure reasons are exactly those a real call can give.
 const _reasons: readonly CommandFailureReason[] = COMMAND_ERROR_REASONS;
 void _reasons;
 
 /** What a scenario brings to the execution service it runs on; the rest is the server's. */
-export type ScenarioParts = Required<Pick<ExecutionDeps, 'store' | 'commands' | 'checks' | 'observe'>>;
+export type ScenarioParts = Required<
+  Pick<ExecutionDeps, 'store' | 'commands' | 'checks' | 'observe' | 'clock'>
+>;
 
 /**
  * What workflow tests run on, built by the composition root (app.ts, buildWorkflowTests) as the server
@@ -71,12 +73,15 @@ export interface WorkflowTestDeps {
   folderRegistry: (dir: string) => WorkflowRegistry;
   /**
    * The server's execution service for one scenario: over the run's scratch store, with the scenario's
-   * canned commands and checks, telling `observe` what each walk decided (the coverage).
+   * canned commands and checks, telling `observe` what each walk decided (the coverage), on the
+   * scenario's clock (a wait on children that must time out moves it on).
    */
   executionService: (scenario: ScenarioParts) => ExecutionService;
 }
 
 export type {
+  ChildRun,
+  DelegationRun,
   Rejection,
   ScenarioResult,
   SentRequest,
@@ -113,6 +118,12 @@ export interface DefinitionUnderTest {
  */
 export class WorkflowTests {
   constructor(private readonly deps: WorkflowTestDeps) {}
+
+  /** The workflows the server serves, by id: what the children of a delegating step run. */
+  private readonly served = (id: string): Workflow | undefined => {
+    const entry = this.deps.registry.get(id);
+    return entry?.status === 'valid' ? entry.workflow : undefined;
+  };
 
   /**
    * Runs the test files `paths` name (test files, workflow files, directories); none: every test file in
@@ -172,7 +183,11 @@ export class WorkflowTests {
     };
     if (!parsed.valid || parsed.tests === undefined) return invalid(base, 'tests', parsed.errors);
     const tests = parsed.tests;
-    const unknown = checkTestsAgainst(workflow, tests, parsed.locate);
+    await this.deps.registry.ready();
+    const unknown = [
+      ...checkTestsAgainst(workflow, tests, parsed.locate),
+      ...checkChildrenAgainst(workflow, tests, parsed.locate, this.served),
+    ];
     if (tests.workflow !== undefined && tests.workflow !== workflow.id) {
       unknown.unshift({
         path: '/workflow',
@@ -278,74 +293,43 @@ export class WorkflowTests {
       this.deps.engine,
       budget,
     );
+    // The engine tells every walk of the scenario, its children's too: only the tested workflow's count.
+    const events = new WalkEvents(workflow, (event) => {
+      tally.observe(event);
+      if (event.kind === 'loopExit') loops[event.loop] = event.iterations;
+    });
+    const clock = new ScenarioClock();
     const service = this.deps.executionService({
       store,
       commands,
       checks: new CannedChecks({ ...tests.checks, ...scenario.checks }),
-      observe: (event) => {
-        tally.observe(event);
-        if (event.kind === 'loopExit') loops[event.loop] = event.iterations;
-      },
+      observe: events.observe,
+      clock: clock.now,
     });
     const caller = localCaller();
-    const answers = new AnswerBook(scenario, tests);
     const executionId = `exec_test_${randomBytes(12).toString('hex')}`;
-    const rejected: Rejection[] = [];
     const limit = scenario.max_reports ?? TEST_LIMITS.defaultMaxReports;
-    let reports = 0;
+    const walk = new ScenarioWalk({ service, store, caller, budget, clock, events, limit });
     let error: ScenarioResult['error'];
-    let overLimit = false;
-    let stopped: string | undefined;
     try {
       // Starting is work too (the inputs, the context, command steps before the first prompt).
       if (!budget.take(1)) throw new WorkSpent(budget.why);
-      let outcome: Outcome = await service.start(
-        {
-          workflow_id: workflow.id,
-          execution_id: executionId,
-          definition: { workflow, hash: definition.hash },
-          context: scenario.context,
-          inputs: scenario.inputs,
-        },
-        caller,
+      await walk.run(
+        executionId,
+        () =>
+          service.start(
+            {
+              workflow_id: workflow.id,
+              execution_id: executionId,
+              definition: { workflow, hash: definition.hash },
+              context: scenario.context,
+              inputs: scenario.inputs,
+            },
+            caller,
+          ),
+        { workflow, tally, scripts: childrenScripts(scenario, tests) },
+        AnswerBook.of(scenario, tests),
       );
-      for (;;) {
-        if (outcome.kind !== 'step' && outcome.kind !== 'rejected') break;
-        const stepId = outcome.kind === 'step' ? outcome.view.step_name : outcome.step_name;
-        const step = findPromptStep(workflow, stepId);
-        const context = (await store.getExecution(executionId))?.context ?? {};
-        if (step === undefined || outcome.token === null) break;
-        if (outcome.kind === 'step') tally.handedOut(step, context);
-        else {
-          rejected.push({ step: stepId, issues: outcome.validation.issues });
-          // The agent has nothing else to say at this step: the execution stays on it.
-          if (answers.exhausted(stepId)) break;
-        }
-        if (reports >= limit) {
-          overLimit = true;
-          break;
-        }
-        if (budget.signal?.aborted) {
-          stopped = 'the run was cancelled';
-          break;
-        }
-        const output = answers.next(stepId);
-        if (!budget.take(reportUnits(output))) break;
-        // Each report is a few synchronous SQLite transactions: let other requests in between them.
-        await new Promise((resolve) => setImmediate(resolve));
-        tally.reported(step, { ...context, ...(output.context ?? {}) });
-        reports += 1;
-        outcome = await service.nextStep(outcome.token, output, caller);
-        if (outcome.kind === 'awaiting_approval' && outcome.token !== null) {
-          // A person decides, as the test says; the agent's poll then gets the decision.
-          if (!budget.take(1)) break;
-          const { decision, reason } = answers.decision(stepId);
-          await service.decide(executionId, decision, TEST_DECIDER, reason, {
-            approval_id: outcome.approval.approval_id,
-          });
-          outcome = await service.nextStep(outcome.token, { summary: 'waiting for approval' }, caller);
-        }
-      }
     } catch (caught) {
       // A spent budget is said once, below, rather than as the scenario's error.
       if (!(caught instanceof WorkSpent))
@@ -354,6 +338,8 @@ export class WorkflowTests {
             ? { code: caught.error.code, message: errorText(caught.error) }
             : { code: 'internal', message: (caught as Error).message ?? String(caught) };
     }
+    const { reports, overLimit, rejected } = walk;
+    let { stopped } = walk;
     if (budget.spent && stopped === undefined) stopped = budget.why;
     const exec = await store.getExecution(executionId);
     const rows = exec ? await store.getSteps(executionId) : [];
@@ -381,7 +367,9 @@ export class WorkflowTests {
       requests: commands.requests,
       ...(exec && 'final_output' in exec.metadata ? { final_output: exec.metadata.final_output } : {}),
       ...(error !== undefined ? { error } : {}),
+      ...(walk.delegations.length > 0 ? { delegations: walk.delegations } : {}),
       finalContext,
+      childContexts: walk.childContexts,
     };
     const failures = unmet(scenario.expect ?? {}, ran);
     if (overLimit)
@@ -389,7 +377,7 @@ export class WorkflowTests {
         `stopped after ${limit} reports (max_reports); the walk did not end: is a loop endless?`,
       );
     if (stopped !== undefined) failures.unshift(`stopped: ${stopped}`);
-    const { finalContext: _context, ...result } = ran;
+    const { finalContext: _context, childContexts: _children, ...result } = ran;
     return { ...result, passed: failures.length === 0, failures };
   }
 }

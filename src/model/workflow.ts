@@ -505,6 +505,20 @@ function buildSchemas() {
       .describe(
         'WorkRail sub-agent delegations: listed in the prompt (its whole text when the step has no other); the server spawns no sub-agent',
       ),
+    synthesis: z
+      .strictObject({
+        prompt: z
+          .string()
+          .min(1)
+          .max(4096)
+          .optional()
+          .describe("What the synthesis step asks (default: read the children's results and combine them)"),
+        outputContract: OutputContractSchema.optional(),
+      })
+      .optional()
+      .describe(
+        "WorkRail: a step right after a parallel step that brings its delegations' results together (`<id>-synthesis`)",
+      ),
     audit: z
       .looseObject({})
       .optional()

@@ -103,6 +103,23 @@ export interface SubmissionRecord {
   created_at: string;
 }
 
+/**
+ * One event of an execution's record as the store keeps it: appended in the event's own transaction,
+ * its hash covering the previous event's (src/executions/record-chain.ts). `migrated`: 1 for events made
+ * after the fact from telemetry written before records existed.
+ */
+export interface RecordEventRow {
+  execution_id: string;
+  n: number;
+  type: string;
+  at: string;
+  step: string | null;
+  body: Record<string, unknown>;
+  prev: string;
+  hash: string;
+  migrated: number;
+}
+
 export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
@@ -313,8 +330,17 @@ export interface ExecutionPageOptions {
 
 export interface StoreReader {
   getExecution(id: string): Promise<ExecutionRecord | undefined>;
+  /** An execution's record, in order (n ascending). */
+  getRecordEvents(executionId: string): Promise<RecordEventRow[]>;
+  /** The last event of an execution's record (the chain's head), if it has one. */
+  lastRecordEvent(executionId: string): Promise<RecordEventRow | undefined>;
   /** How many child executions of a principal are not finished (idle, running or paused): the fan-out cap. */
   countOpenChildren(principal: string): Promise<number>;
+  /**
+   * Child executions of every principal, per state (states with none left out): the /metrics gauge. It
+   * reads the partial index of children, so it costs what the kept children number (purge trims them).
+   */
+  countChildren(): Promise<Partial<Record<ExecutionState, number>>>;
   listExecutions(filter: ExecutionFilter): Promise<ExecutionRecord[]>;
   getSteps(executionId: string): Promise<StepRecord[]>;
   getStep(executionId: string, seq: number): Promise<StepRecord | undefined>;
@@ -373,6 +399,8 @@ export interface StoreWriter extends StoreReader {
   /** …and the creation time of artifacts and events; the ids are this store's (returned for artifacts). */
   importArtifact(record: Omit<ArtifactRecord, 'id'>): Promise<number>;
   importTelemetry(record: Omit<TelemetryRecord, 'id'>): Promise<void>;
+  /** Appends an event to an execution's record; an (execution, n) already there fails the transaction. */
+  appendRecordEvent(event: RecordEventRow): Promise<void>;
   insertApproval(record: ApprovalRecord): Promise<void>;
   /** Saves the status and the decision fields (and expiry); the request itself never changes. */
   updateApproval(record: ApprovalRecord): Promise<void>;

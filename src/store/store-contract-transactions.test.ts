@@ -148,6 +148,28 @@ for (const { adapter, skip } of ADAPTERS)
       });
     });
 
+    describe('children', () => {
+      it("counts every principal's child executions per state, and never the executions that are no child", async () => {
+        const store = await fresh();
+        expect(await store.countChildren()).toEqual({});
+        await seed(
+          store,
+          execution({ execution_id: 'p1' }),
+          execution({ execution_id: 'p2', principal: 'mallory', state: 'paused' }),
+          execution({ execution_id: 'c1', parent_id: 'p1' }),
+          execution({ execution_id: 'c2', parent_id: 'p1', state: 'completed' }),
+          execution({ execution_id: 'c3', parent_id: 'p1', state: 'completed' }),
+          execution({ execution_id: 'c4', parent_id: 'p2', principal: 'mallory', state: 'paused' }),
+          execution({ execution_id: 'g1', parent_id: 'c1', state: 'abandoned' }),
+        );
+        expect(await store.countChildren()).toEqual({ running: 1, completed: 2, paused: 1, abandoned: 1 });
+        // A child that ends moves from one state's count to the other's.
+        const c1 = (await store.getExecution('c1')) as Parameters<StoreWriter['updateExecution']>[0];
+        await store.transaction((tx) => tx.updateExecution({ ...c1, state: 'failed' }));
+        expect(await store.countChildren()).toEqual({ failed: 1, completed: 2, paused: 1, abandoned: 1 });
+      });
+    });
+
     describe('state machine', () => {
       it('the database refuses every transition the state machine refuses, and unknown states', async () => {
         const store = await fresh();

@@ -27,6 +27,44 @@ for (const { adapter, skip } of ADAPTERS)
     };
 
     describe('records', () => {
+      it("keeps a child's parent, lists a parent's children, and counts a principal's open children", async () => {
+        const store = await fresh();
+        const parent = execution({ execution_id: 'p1' });
+        const kids = ['c1', 'c2', 'c3'].map((id, i) =>
+          execution({
+            execution_id: id,
+            parent_id: 'p1',
+            updated_at: at(i + 1),
+            state: i === 2 ? 'completed' : 'running',
+          }),
+        );
+        const other = execution({ execution_id: 'c9', parent_id: 'p1', principal: 'mallory' });
+        await seed(store, parent, ...kids, other);
+        expect((await store.getExecution('c1'))?.parent_id).toBe('p1');
+        expect((await store.getExecution('p1'))?.parent_id).toBeNull();
+        const listed = await store.listExecutions({ parent_id: 'p1', principal: 'local', limit: 10 });
+        expect(listed.map((e) => e.execution_id)).toEqual(['c3', 'c2', 'c1']);
+        expect(
+          (
+            await store.listExecutions({
+              parent_id: 'p1',
+              principal: 'local',
+              states: ['running'],
+              limit: 10,
+            })
+          ).map((e) => e.execution_id),
+        ).toEqual(['c2', 'c1']);
+        // The parent never changes: an update writes every column but it.
+        const moved = { ...(kids[0] as ExecutionRecord), parent_id: 'elsewhere', state: 'paused' as const };
+        await store.transaction((tx) => tx.updateExecution(moved));
+        expect((await store.getExecution('c1'))?.parent_id).toBe('p1');
+        expect(await store.countOpenChildren('local')).toBe(2);
+        expect(await store.countOpenChildren('mallory')).toBe(1);
+        expect(await store.countOpenChildren('nobody')).toBe(0);
+        const heads = await store.listExecutionHeads({ principal: 'local', limit: 10 });
+        expect(heads.find((h) => h.execution_id === 'c2')?.parent_id).toBe('p1');
+      });
+
       it('keeps an execution exactly as written: JSON key order, unicode, NUL, large numbers, nulls', async () => {
         const store = await fresh();
         const record = execution({

@@ -8,6 +8,7 @@ import {
   type DefinitionRecord,
   type ExecutionRecord,
   type ExecutionStore,
+  type RecordEventRow,
   type StepRecord,
   type SubmissionRecord,
   type TelemetryRecord,
@@ -26,6 +27,8 @@ export interface ExecutionBundle {
   submissions: SubmissionRecord[];
   /** Approvals asked in the execution (absent in exports written before approvals existed). */
   approvals?: ApprovalRecord[];
+  /** The execution's hash-chained record, as it was (absent in exports written before records existed). */
+  record?: RecordEventRow[];
 }
 
 export interface TransferReport {
@@ -137,6 +140,7 @@ export async function* exportExecutions(store: ExecutionStore): AsyncGenerator<E
           telemetry: await tx.getTelemetry({ execution_id, limit: EVERYTHING }),
           submissions: await tx.getSubmissions(execution_id),
           approvals: await tx.listApprovals({ execution_id, limit: EVERYTHING }),
+          record: await tx.getRecordEvents(execution_id),
         };
       });
       if (bundle) yield bundle;
@@ -232,6 +236,21 @@ export const ExecutionBundleSchema = z.object({
       created_at: time,
     }),
   ),
+  record: z
+    .array(
+      z.object({
+        execution_id: z.string(),
+        n: z.number().int().min(1),
+        type: z.string(),
+        at: z.string(),
+        step: z.string().nullable(),
+        body: record,
+        prev: z.string(),
+        hash: z.string(),
+        migrated: z.number().int(),
+      }),
+    )
+    .optional(),
   approvals: z
     .array(
       z.object({
@@ -275,6 +294,7 @@ function checkBundle(value: unknown, index: number): ExecutionBundle {
     ...bundle.telemetry,
     ...bundle.submissions,
     ...(bundle.approvals ?? []),
+    ...(bundle.record ?? []),
   ];
   if (parts.some((p) => p.execution_id !== id)) {
     throw new Error(`bundle ${index + 1} (${id}): it holds records of another execution`);
@@ -334,6 +354,8 @@ export async function importExecutions(
       }
       for (const submission of bundle.submissions) await tx.recordSubmission(submission);
       for (const approval of bundle.approvals ?? []) await tx.insertApproval(approval);
+      // The record moves as it was: its hashes cover what happened where it happened.
+      for (const event of bundle.record ?? []) await tx.appendRecordEvent(event);
       return pinned ? ('imported' as const) : ('pinned' as const);
     });
     if (outcome === 'skipped') {

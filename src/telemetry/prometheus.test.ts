@@ -41,7 +41,11 @@ describe('every label is bounded', () => {
   it('values are cut to 200 characters and `…`; past 200 distinct ones the rest count as `other`', async () => {
     const states = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [long('s', i), 1]));
     const principals = new Map(Array.from({ length: 300 }, (_, i) => [long('p', i), 1]));
-    const p = registry({ executionsByState: async () => states, sessionsByPrincipal: () => principals });
+    const p = registry({
+      executionsByState: async () => states,
+      childrenByState: async () => states,
+      sessionsByPrincipal: () => principals,
+    });
     for (let i = 0; i < 300; i++) {
       p.sink.toolCall('workflow_get', long('o', i), 0.001);
       p.sink.step(long('x', i), 0.001);
@@ -55,6 +59,7 @@ describe('every label is bounded', () => {
       ['workflowlookup_command_calls_total', 'status'],
       ['workflowlookup_store_transaction_retries_total', 'store'],
       ['workflowlookup_executions', 'state'],
+      ['workflowlookup_child_executions', 'state'],
       ['workflowlookup_http_sessions', 'principal'],
     ];
     for (const [metric, label] of checks) {

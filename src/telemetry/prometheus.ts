@@ -9,6 +9,8 @@ import { echoedName, type Metrics, type MetricsSink } from './metrics.js';
 /** What the gauges read at scrape time; each may fail (the store is down), leaving the gauge empty. */
 export interface MetricSources {
   executionsByState(): Promise<Record<string, number>>;
+  /** Child executions (those a delegating step created), by state; absent: the gauge stays empty. */
+  childrenByState?(): Promise<Record<string, number>>;
   /** MCP tasks not finished (working or waiting for input). */
   taskQueueDepth(): Promise<number>;
   sessionsByPrincipal(): ReadonlyMap<string, number>;
@@ -134,6 +136,17 @@ export function createPrometheus(sources: MetricSources, metrics: Metrics): Prom
     async collect() {
       this.reset();
       const counts = await sources.executionsByState().catch(() => undefined);
+      for (const [name, n] of Object.entries(counts ?? {})) this.set({ state: state(name) }, n);
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}child_executions`,
+    help: 'Child executions in the store (created by delegating steps), by state',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const counts = await sources.childrenByState?.().catch(() => undefined);
       for (const [name, n] of Object.entries(counts ?? {})) this.set({ state: state(name) }, n);
     },
   });

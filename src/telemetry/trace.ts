@@ -46,6 +46,8 @@ export const ATTR = {
   correlation: 'workflowlookup.correlation_id',
   check: 'workflowlookup.check.name',
   approval: 'workflowlookup.approval.id',
+  /** On a span link to a parent's delegating step: the child's name there. */
+  child: 'workflowlookup.delegation.child',
 } as const;
 
 /** Attributes without the undefined ones (the API drops them anyway; this keeps types exact). */
@@ -209,6 +211,44 @@ export function spanEvent(
   attributes: Record<string, string | number | boolean | undefined>,
 ): void {
   api?.trace.getActiveSpan()?.addEvent(name, clean(attributes));
+}
+
+/**
+ * The active span's W3C trace context as a `traceparent` string (`00-<trace id>-<span id>-<flags>`),
+ * to keep with what a span creates and a later trace links back to (a child execution keeps the span
+ * that created it: its steps' spans link to it, long after it ended). Undefined while traces are off.
+ */
+export function currentTraceparent(): string | undefined {
+  if (api === undefined) return undefined;
+  const span = api.trace.getSpan(api.context.active());
+  if (span === undefined) return undefined;
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  if (!api.trace.isSpanContextValid({ traceId, spanId, traceFlags })) return undefined;
+  return `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/**
+ * Links `span` to the span a kept `traceparent` names (see currentTraceparent), with attributes saying
+ * what that span was. Nothing when traces are off, or the value is not a valid traceparent.
+ */
+export function linkSpan(
+  span: Span | undefined,
+  traceparent: unknown,
+  attributes: Record<string, string | number | boolean | undefined>,
+): void {
+  if (api === undefined || span === undefined || typeof traceparent !== 'string') return;
+  const parsed = TRACEPARENT.exec(traceparent);
+  if (parsed === null) return;
+  const context = {
+    traceId: parsed[1] as string,
+    spanId: parsed[2] as string,
+    traceFlags: Number.parseInt(parsed[3] as string, 16),
+    isRemote: true,
+  };
+  if (!api.trace.isSpanContextValid(context)) return;
+  span.addLink({ context, attributes: clean(attributes) });
 }
 
 /** The active trace and span ids, for log lines. */

@@ -71,6 +71,13 @@ export function metricSources(app: App, sessions: () => ReadonlyMap<string, numb
         number
       >;
     },
+    async childrenByState() {
+      const counts = await (await app.services.store()).countChildren();
+      return Object.fromEntries(Object.entries(counts).filter(([, n]) => n !== undefined)) as Record<
+        string,
+        number
+      >;
+    },
     async taskQueueDepth() {
       const store = await app.services.store();
       return (await store.listTasks({ statuses: ['working', 'input_required'], limit: 10_000 })).length;

@@ -49,6 +49,16 @@ function stepsOf(workflow: Workflow): [Step, string][] {
   return out;
 }
 
+/** Whether a workflow has a step that may delegate: a `delegate`, a parallel step, or a templateCall. */
+function mayDelegate(workflow: Workflow): boolean {
+  return stepsOf(workflow).some(
+    ([step]) =>
+      !isLoopStep(step) &&
+      !('run' in step) &&
+      (step.delegate !== undefined || step.type === 'parallel' || step.templateCall !== undefined),
+  );
+}
+
 /** The references of a workflow's own steps: `delegate`s, and the parallel steps that run as one. */
 function ownRefs(workflow: Workflow, plans: ReadonlyMap<string, ParallelPlan>): DelegationRef[] {
   const out: DelegationRef[] = [];
@@ -195,6 +205,7 @@ function cyclesThrough(
  * own id stands for the definition itself, not for the version the server may serve).
  */
 export function delegationViolations(workflow: Workflow, served: ServedWorkflows): Violation[] {
+  if (!mayDelegate(workflow)) return [];
   const { ids, lookup } = servedLookup(served, workflow.id);
   const refs = delegationRefs(workflow, lookup);
   if (refs.length === 0) return [];
@@ -223,6 +234,7 @@ export function delegationViolations(workflow: Workflow, served: ServedWorkflows
  * workflowIds the server does not serve (or why else), so the step stays text the agent carries out.
  */
 export function parallelStepWarnings(workflow: Workflow, served: ServedWorkflows): Violation[] {
+  if (!mayDelegate(workflow)) return [];
   const { lookup } = servedLookup(served, workflow.id);
   const plans = parallelPlans(workflow, lookup.serves);
   const out: Violation[] = [];
@@ -247,8 +259,9 @@ export function parallelStepWarnings(workflow: Workflow, served: ServedWorkflows
   return out;
 }
 
-/** Whether a parallel step runs as a delegation against the served workflows (for the inert-field warning). */
+/** The parallel steps that run as delegations against the served workflows (they draw no inert-field warning). */
 export function delegatingParallelSteps(workflow: Workflow, served: ServedWorkflows): Set<string> {
+  if (!mayDelegate(workflow)) return new Set();
   const { lookup } = servedLookup(served, workflow.id);
   const plans = parallelPlans(workflow, lookup.serves);
   return new Set([...plans].filter(([, p]) => p.kind === 'delegate').map(([id]) => id));
@@ -269,6 +282,7 @@ export function registryDelegationFailures(
   const lookup: DelegationLookup = { serves: (id) => workflows.has(id), routineOf };
   const refs = new Map<string, DelegationRef[]>();
   for (const [id, workflow] of workflows) {
+    if (!mayDelegate(workflow)) continue;
     const found = delegationRefs(workflow, lookup);
     if (found.length > 0) refs.set(id, found);
   }

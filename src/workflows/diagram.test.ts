@@ -135,6 +135,127 @@ describe('workflowDiagram', () => {
     expect(edgesOf(w)).toContain('s:each exit end (exit)');
   });
 
+  it('draws a delegating step fanning out to its named children, joined back (with the rule), then the next step', () => {
+    const w: Workflow = {
+      ...base,
+      id: 'fan-out',
+      steps: [
+        { id: 'plan', title: 'Plan', prompt: 'p' },
+        {
+          id: 'reviews',
+          title: 'Reviews',
+          prompt: 'p',
+          delegate: {
+            workflow: 'review-routine',
+            join: { atLeast: 2 },
+            onChildFailure: 'continue',
+            timeout: '30m',
+            children: [
+              { name: 'security' },
+              { name: 'performance', workflow: 'perf-routine' },
+              { name: 'docs', runCondition: { var: 'public' } },
+            ],
+          },
+        },
+        { id: 'synthesis', title: 'Synthesis', prompt: 'p' },
+      ],
+    };
+    const d = workflowDiagram(w);
+    expect(d.nodes.map((n) => [n.id, n.kind, n.title, n.detail])).toEqual([
+      ['start', 'start', 'start', undefined],
+      ['s:plan', 'prompt', 'Plan', undefined],
+      ['s:reviews', 'prompt', 'Reviews', undefined],
+      ['d:reviews:0', 'child', 'security', 'review-routine'],
+      ['d:reviews:1', 'child', 'performance', 'perf-routine'],
+      ['d:reviews:2', 'child', 'docs', 'review-routine'],
+      ['j:reviews', 'join', 'join: at least 2', 'into reviews, continue on failure, timeout 30m'],
+      ['s:synthesis', 'prompt', 'Synthesis', undefined],
+      ['end', 'end', 'done', undefined],
+    ]);
+    // Children are no steps of the workflow: live pages mark steps only.
+    expect(d.nodes.filter((n) => n.kind === 'child' || n.kind === 'join').every((n) => !n.step)).toBe(true);
+    expect(edgesOf(w)).toEqual([
+      'start next s:plan',
+      's:plan next s:reviews',
+      's:reviews fan d:reviews:0',
+      's:reviews fan d:reviews:1',
+      's:reviews fan d:reviews:2 (if public)',
+      'd:reviews:0 join j:reviews',
+      'd:reviews:1 join j:reviews',
+      'd:reviews:2 join j:reviews',
+      'j:reviews next s:synthesis',
+      's:synthesis next end',
+    ]);
+    const text = toMermaid(d);
+    expect(text).toContain('(["security<br/>review-routine"])');
+    expect(text).toContain('[\\"join: at least 2<br/>into reviews, continue on failure, timeout 30m"/]');
+    expect(text).toMatch(/^ {2}class n3,n4,n5 child$/m);
+    expect(text).toMatch(/^ {2}class n6 join$/m);
+  });
+
+  it('draws count and forEach fan-outs as one node (× N, one per item), a skipped delegating step around its join, and one in a loop body inside the loop', () => {
+    const many: Workflow = {
+      ...base,
+      id: 'many',
+      steps: [
+        {
+          id: 'tries',
+          title: 'Tries',
+          prompt: 'p',
+          runCondition: { var: 'go' },
+          delegate: { workflow: 'attempt', count: 3, join: 'any' },
+        },
+        { id: 'after', title: 'After', prompt: 'p' },
+      ],
+    };
+    const d = workflowDiagram(many);
+    expect(
+      d.nodes.filter((n) => n.kind === 'child' || n.kind === 'join').map((n) => [n.title, n.detail]),
+    ).toEqual([
+      ['× 3', 'attempt'],
+      ['join: any one', 'into tries'],
+    ]);
+    expect(edgesOf(many)).toEqual([
+      'start cond s:tries (if go)',
+      's:tries fan d:tries:0',
+      'd:tries:0 join j:tries',
+      'j:tries next s:after',
+      'start skip s:after (skip)',
+      's:after next end',
+    ]);
+    const each: Workflow = {
+      ...base,
+      id: 'each',
+      steps: [
+        {
+          id: 'files-loop',
+          type: 'loop',
+          title: 'Rounds',
+          loop: { type: 'for', count: 2, maxIterations: 2 },
+          body: [
+            {
+              id: 'edits',
+              title: 'Edits',
+              prompt: 'p',
+              delegate: { workflow: 'edit-file', forEach: 'files', as: 'file', into: 'edited' },
+            },
+          ],
+        },
+      ],
+    };
+    const e = workflowDiagram(each);
+    expect(
+      e.nodes
+        .filter((n) => n.kind === 'child' || n.kind === 'join')
+        .map((n) => [n.title, n.detail, n.parent]),
+    ).toEqual([
+      ['one per item of files', 'edit-file', 'c:files-loop'],
+      ['join: all', 'into edited', 'c:files-loop'],
+    ]);
+    expect(e.clusters[0]?.children).toEqual(['s:edits', 'd:edits:0', 'j:edits']);
+    expect(edgesOf(each)).toContain('j:edits back s:files-loop (next iteration)');
+  });
+
   it('has one node per step of every bundled workflow and fixture, and every edge joins known nodes', async () => {
     const dirs = [join(root, 'workflows'), join(root, 'test', 'fixtures', 'valid')];
     let checked = 0;

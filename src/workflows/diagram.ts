@@ -9,17 +9,22 @@ import {
   type Condition,
   isCommandStep,
   isLoopStep,
+  isPromptStep,
   type LoopStep,
   loopCondition,
+  type PromptStep,
   type Step,
   type Workflow,
 } from '../model/workflow.js';
 
-export type DiagramNodeKind = 'start' | 'inputs' | 'prompt' | 'command' | 'loop' | 'end';
+/** child: the child executions a delegating step creates (one node per named child, or one for many);
+ * join: where the step waits for them, labelled with its rule. */
+export type DiagramNodeKind = 'start' | 'inputs' | 'prompt' | 'command' | 'loop' | 'child' | 'join' | 'end';
 
 /** next: always taken; cond: taken when the target's runCondition holds; skip: taken when it does not;
- * back: to the loop for the next iteration; exit: out of a loop. */
-export type DiagramEdgeKind = 'next' | 'cond' | 'skip' | 'back' | 'exit';
+ * back: to the loop for the next iteration; exit: out of a loop; fan: a delegating step to a child it
+ * creates (labelled with the child's condition, if it has one); join: a child back to the join. */
+export type DiagramEdgeKind = 'next' | 'cond' | 'skip' | 'back' | 'exit' | 'fan' | 'join';
 
 export interface DiagramNode {
   id: string;
@@ -97,6 +102,13 @@ function loopText(step: LoopStep): string {
   }
 }
 
+/** A join rule in words: `all`, `any one`, `at least 2`. */
+export function joinText(join: NonNullable<PromptStep['delegate']>['join']): string {
+  if (join === undefined || join === 'all') return 'all';
+  if (join === 'any') return 'any one';
+  return `at least ${join.atLeast}`;
+}
+
 function commandText(step: CommandStep): string {
   return `run ${step.run}${step.repeat ? `, poll until ${conditionText(step.repeat.until)}` : ''}`;
 }
@@ -132,6 +144,50 @@ export function workflowDiagram(workflow: Workflow): WorkflowDiagram {
     if (sets.length > 0) node.sets = sets;
     nodes.push(node);
     return id;
+  };
+
+  /**
+   * A delegating step's fan-out and join: a node per named child (or one for `count` and `forEach`),
+   * each joined back to a node that names the join rule. Answers the join, which flow continues from.
+   */
+  const fanOut = (step: Step, from: string, cluster?: DiagramCluster): string => {
+    const d = isPromptStep(step) ? step.delegate : undefined;
+    if (d === undefined) return from;
+    const place = (node: DiagramNode) => {
+      if (cluster !== undefined) {
+        node.parent = cluster.id;
+        cluster.children.push(node.id);
+      }
+      nodes.push(node);
+      return node.id;
+    };
+    const children: { title: string; workflow: string | undefined; condition?: Condition }[] =
+      d.children !== undefined
+        ? d.children.map((c) => ({
+            title: c.name,
+            workflow: c.workflow ?? d.workflow,
+            ...(c.runCondition !== undefined ? { condition: c.runCondition } : {}),
+          }))
+        : [
+            {
+              title: d.count !== undefined ? `× ${d.count}` : `one per item of ${d.forEach ?? '?'}`,
+              workflow: d.workflow,
+            },
+          ];
+    const join = `j:${step.id}`;
+    const ids = children.map((c, i) => {
+      const node: DiagramNode = { id: `d:${step.id}:${i}`, kind: 'child', title: c.title };
+      if (c.workflow !== undefined) node.detail = c.workflow;
+      const id = place(node);
+      edge(from, id, 'fan', c.condition !== undefined ? `if ${conditionText(c.condition)}` : undefined);
+      return id;
+    });
+    const rule = [`into ${d.into ?? step.id}`];
+    if (d.onChildFailure === 'continue') rule.push('continue on failure');
+    if (d.timeout !== undefined) rule.push(`timeout ${d.timeout}`);
+    place({ id: join, kind: 'join', title: `join: ${joinText(d.join)}`, detail: rule.join(', ') });
+    for (const id of ids) edge(id, join, 'join');
+    return join;
   };
 
   // A step named as a loop body runs only inside its loop.
@@ -170,7 +226,7 @@ export function workflowDiagram(workflow: Workflow): WorkflowDiagram {
     if (bodyRefs.has(step.id)) continue;
     const id = stepNode(step);
     enter(id, step.runCondition);
-    previous = id;
+    previous = fanOut(step, id);
     leavingLoop = false;
     if (!isLoopStep(step)) continue;
     const body =
@@ -192,7 +248,7 @@ export function workflowDiagram(workflow: Workflow): WorkflowDiagram {
       else edge(inner, child, 'next', i === 0 ? 'iterate' : undefined);
       for (const from of innerSkips) edge(from, child, 'skip', 'skip');
       innerSkips = condition !== undefined ? [inner] : [];
-      inner = child;
+      inner = fanOut(bodyStep, child, cluster);
     });
     edge(inner, id, 'back', 'next iteration');
     for (const from of innerSkips) edge(from, id, 'back', 'skip, next iteration');
@@ -213,6 +269,8 @@ const SHAPES: Record<DiagramNodeKind, (label: string) => string> = {
   prompt: (t) => `["${t}"]`,
   command: (t) => `[["${t}"]]`,
   loop: (t) => `{{"${t}"}}`,
+  child: (t) => `(["${t}"])`,
+  join: (t) => `[\\"${t}"/]`,
   end: (t) => `((("${t}")))`,
 };
 const ARROWS: Record<DiagramEdgeKind, string> = {
@@ -221,6 +279,8 @@ const ARROWS: Record<DiagramEdgeKind, string> = {
   exit: '-->',
   skip: '-.->',
   back: '-.->',
+  fan: '-->',
+  join: '-->',
 };
 
 /** Mermaid flowchart text of a diagram: renders in Markdown viewers (GitHub, IDEs) and mermaid.js. */
@@ -250,14 +310,16 @@ export function toMermaid(diagram: WorkflowDiagram): string {
     const label = e.label !== undefined ? `|"${mermaidText(e.label)}"|` : '';
     out.push(`  ${ids.get(e.from)} ${ARROWS[e.kind]}${label} ${ids.get(e.to)}`);
   }
-  for (const kind of ['command', 'loop'] as const) {
+  const classes = {
+    command: 'fill:#eff6ff,stroke:#3b82f6',
+    loop: 'fill:#fff7ed,stroke:#d97706',
+    child: 'fill:#f0fdf4,stroke:#16a34a',
+    join: 'fill:#f5f3ff,stroke:#7c3aed',
+  } as const;
+  for (const kind of ['command', 'loop', 'child', 'join'] as const) {
     const members = diagram.nodes.filter((n) => n.kind === kind).map((n) => ids.get(n.id));
     if (members.length === 0) continue;
-    out.push(
-      kind === 'command'
-        ? '  classDef command fill:#eff6ff,stroke:#3b82f6'
-        : '  classDef loop fill:#fff7ed,stroke:#d97706',
-    );
+    out.push(`  classDef ${kind} ${classes[kind]}`);
     out.push(`  class ${members.join(',')} ${kind}`);
   }
   return `${out.join('\n')}\n`;

@@ -1,6 +1,6 @@
 import { conditionVariables } from '../engine/conditions.js';
 import { type ContextVariable, contextNeeds } from '../engine/context-needs.js';
-import { serverOwnedKeys } from '../engine/next-step.js';
+import { contextKeysTheServerSets } from '../engine/delegate-context.js';
 import { stepPromptText, workrailWarnings } from '../engine/workrail.js';
 import type { Violation } from '../model/violation.js';
 import {
@@ -28,7 +28,7 @@ export function lint(
   delegatingParallel?: ReadonlySet<string>,
 ): Finding[] {
   const out: Finding[] = [];
-  const provided = serverOwnedKeys(workflow);
+  const provided = contextKeysTheServerSets(workflow);
   const needs = contextNeeds(workflow);
   const words = documentationWords(workflow);
   const warned = new Set<string>();

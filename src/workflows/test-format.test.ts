@@ -38,9 +38,37 @@ describe('workflow test JSON Schema', () => {
       { scenarios: [{ name: 'x', steps: { a: [{ times: 0 }] } }] },
       { scenarios: [{ name: 'x', commands: { a: { error: { reason: 'boom' } } } }] },
       { scenarios: [{ name: 'x', surprise: true }] },
+      // Children: how one ends, what each does (one level), how a join ends.
+      { scenarios: [{ name: 'x', children: { fan: { end: 'crashed' } } }] },
+      { scenarios: [{ name: 'x', children: { fan: { each: { a: { each: {} } } } } }] },
+      { children: { fan: { late: 'yes' } }, scenarios: [{ name: 'x' }] },
+      { scenarios: [{ name: 'x', expect: { children: { fan: { join: 'maybe' } } } }] },
+      { scenarios: [{ name: 'x', expect: { children: { fan: { each: { a: { summary: 'done' } } } } } }] },
     ]) {
       expect(validate(bad), JSON.stringify(bad)).toBe(false);
       expect((await parseTests({ data: bad })).valid, JSON.stringify(bad)).toBe(false);
     }
+    const scripted = {
+      children: { fan: { defaults: { summary: 'verdict: pass' } } },
+      scenarios: [
+        {
+          name: 'x',
+          children: { fan: { steps: { look: [{ summary: 'a' }] }, each: { '2': { end: 'abandoned' } } } },
+          expect: {
+            children: {
+              fan: {
+                completed: ['1'],
+                abandoned: ['2'],
+                join: 'held',
+                timeouts: 0,
+                each: { '1': { path: ['look'] } },
+              },
+            },
+          },
+        },
+      ],
+    };
+    expect(validate(scripted), JSON.stringify(validate.errors)).toBe(true);
+    expect((await parseTests({ data: scripted })).errors).toEqual([]);
   });
 });

@@ -55,9 +55,10 @@ export const TOOL_TEST_LIMITS = {
 export const WORK_UNIT_BYTES = 4096;
 
 /**
- * The work units of one report (`output`, as workflow_next_step takes it). The other things a run counts
- * are one unit each: a scenario's start, a canned API call (each poll of `repeat` is a call), an
- * approval's poll.
+ * The work units of one report (`output`, as workflow_next_step takes it; a child's agent's reports
+ * count alike). The other things a run counts are one unit each: a scenario's start, a canned API call
+ * (each poll of `repeat` is a call), an approval's poll, a child picked up (workflow_resume) or ended,
+ * and a poll of the wait on the children.
  */
 export function reportUnits(output: unknown): number {
   const bytes = Buffer.byteLength(JSON.stringify(output) ?? '');
@@ -124,9 +125,10 @@ const AnswerEntrySchema = z.strictObject({ ...answerShape, times: TimesSchema })
  * A step's answers: one for every report, or a list read in order (the n-th report at the step uses the
  * n-th entry, refused reports included; the last entry repeats).
  */
-const StepAnswersSchema = z
-  .union([AnswerSchema, z.array(AnswerEntrySchema).min(1).max(1000)])
-  .describe('One answer for every report at this step, or a list: the n-th report uses the n-th entry');
+const StepAnswersSchema = z.union([AnswerSchema, z.array(AnswerEntrySchema).min(1).max(1000)]).meta({
+  id: 'StepAnswers',
+  description: 'One answer for every report at this step, or a list: the n-th report uses the n-th entry',
+});
 
 /** Failure reasons a canned API answer may give (those of a real call, see the command runner). */
 export const COMMAND_ERROR_REASONS = [
@@ -181,6 +183,61 @@ const CheckAnswersSchema = z
   .union([CheckAnswerSchema, z.array(CheckAnswerEntrySchema).min(1).max(1000)])
   .describe('One canned result for every run of this check, or a list read in order (unnamed checks pass)');
 
+/** A child's name as a test names it (checked against the delegating step by the runner, with the names it has). */
+const ChildRef = z.string().min(1).max(64);
+
+const childScriptShape = {
+  defaults: AnswerSchema.optional().describe(
+    'The answer at every step of the child\'s workflow that steps does not name (default: summary "done")',
+  ),
+  steps: z
+    .record(z.string().min(1).max(64), StepAnswersSchema)
+    .optional()
+    .describe("What the child's agent reports at each step of the child's workflow, by step id"),
+  end: z
+    .enum(['abandoned', 'failed'])
+    .optional()
+    .describe(
+      "The child ends this way before its agent reports anything: abandoned (as workflow_set_state does) or failed (the server's verdict)",
+    ),
+  reason: z.string().min(1).max(2000).optional().describe('Why it ends (with end)'),
+  late: z
+    .boolean()
+    .optional()
+    .describe(
+      "The child's agent reports only after the wait on the children timed out once (the step needs delegate.timeout)",
+    ),
+};
+
+/** What one child's agent does. */
+const ChildScriptSchema = z.strictObject(childScriptShape).describe("What one child's agent does");
+
+/**
+ * What the children of one delegating step do: what every child does, and what each does by name (its
+ * own entry wins, field by field; its steps and defaults over those for every child).
+ */
+const DelegationScriptSchema = z
+  .strictObject({
+    ...childScriptShape,
+    each: z
+      .record(ChildRef, ChildScriptSchema)
+      .optional()
+      .describe(
+        'What one child does, by name (count and forEach children: 1, 2, ...); it wins over the rest',
+      ),
+  })
+  .meta({
+    id: 'DelegationScript',
+    description:
+      'What the children of one delegating step do: for every child (defaults, steps, end, late) and for each by name (each)',
+  });
+export type DelegationScript = z.infer<typeof DelegationScriptSchema>;
+export type ChildScript = z.infer<typeof ChildScriptSchema>;
+
+const ChildrenScriptsSchema = z
+  .record(z.string().min(1).max(64), DelegationScriptSchema)
+  .describe("What the children of each delegating step do, by the step's id");
+
 /**
  * A step or loop id as a test names it: any short text here, so an id the workflow does not have is
  * reported as such (with the ids it has) by the check against the workflow, not as a pattern mismatch.
@@ -206,6 +263,55 @@ const RequestSchema = z
     body: z.unknown().optional().describe('The request body, `body` rendered'),
   })
   .describe('A request a command step sent');
+
+/** How a delegating step's join ended. */
+export const JOIN_ENDS = ['held', 'continued', 'failed', 'waiting'] as const;
+
+const ChildExpectSchema = z
+  .strictObject({
+    state: z.enum(EXECUTION_STATES).optional().describe("The child's state at the end"),
+    path: StepIdList.optional().describe("Every step of the child's workflow entered, in order"),
+    rejected: z
+      .array(RejectionSchema)
+      .max(10_000)
+      .optional()
+      .describe("Every refused report of the child's agent, in order ([] when none may be refused)"),
+    context: ContextSchema.optional().describe("Values the child's context holds at the end (by subset)"),
+  })
+  .describe('What must follow for one child');
+
+const JoinExpectSchema = z
+  .strictObject({
+    completed: z
+      .array(ChildRef)
+      .max(10_000)
+      .optional()
+      .describe('Exactly these children completed (any order)'),
+    failed: z.array(ChildRef).max(10_000).optional().describe('Exactly these children failed (any order)'),
+    abandoned: z
+      .array(ChildRef)
+      .max(10_000)
+      .optional()
+      .describe(
+        'Exactly these children were abandoned (by the test, or by the join that no longer needed them)',
+      ),
+    open: z
+      .array(ChildRef)
+      .max(10_000)
+      .optional()
+      .describe('Exactly these children are still open at the end (running or paused)'),
+    join: z
+      .enum(JOIN_ENDS)
+      .optional()
+      .describe(
+        'How the join ended: held (enough completed), continued (onChildFailure: continue, with what completed), failed (the parent failed), waiting (never joined)',
+      ),
+    timeouts: z.int().min(0).optional().describe('How many times the wait on the children timed out'),
+    each: z.record(ChildRef, ChildExpectSchema).optional().describe('What must follow for each named child'),
+  })
+  .describe(
+    "What must follow for a delegating step's children (a step entered more than once: the lists count every round, join and each the last)",
+  );
 
 const ExpectSchema = z
   .strictObject({
@@ -237,6 +343,10 @@ const ExpectSchema = z
       .describe(
         'What each named command step sent: one request (its first call) or a list (its calls in order); objects match by subset',
       ),
+    children: z
+      .record(StepRef, JoinExpectSchema)
+      .optional()
+      .describe("What each delegating step's children did, by the step's id"),
     final_output: z.unknown().optional().describe("The workflow's rendered final_output (deep equality)"),
     error: z
       .strictObject({
@@ -268,6 +378,9 @@ export const ScenarioSchema = z
       .record(z.string().min(1).max(64), CheckAnswersSchema)
       .optional()
       .describe('Canned results of server-run checks, by check name'),
+    children: ChildrenScriptsSchema.optional().describe(
+      "What the children of each delegating step do, by the step's id (each step it names replaces the file's)",
+    ),
     max_reports: z
       .int()
       .min(1)
@@ -297,6 +410,9 @@ export const TestFileSchema = z
       .record(z.string().min(1).max(64), CheckAnswersSchema)
       .optional()
       .describe('Canned check results every scenario starts from (a scenario overrides a check)'),
+    children: ChildrenScriptsSchema.optional().describe(
+      'What the children of each delegating step do, for every scenario (a scenario overrides a step)',
+    ),
     scenarios: z.array(ScenarioSchema).min(1).max(TEST_LIMITS.maxScenarios),
   })
   .meta({

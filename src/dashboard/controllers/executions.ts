@@ -154,7 +154,7 @@ export function executionsController({ app, queries, live, forms, send, redirect
       const page = await q
         .executionPage(id, caller, { telemetry: TELEMETRY_SHOWN })
         .catch((error: unknown) => notFound(error, id));
-      const { head, detail, progress, history, artifacts, telemetry } = page;
+      const { head, detail, progress, history, artifacts, telemetry, family } = page;
       send(
         res,
         200,
@@ -164,6 +164,7 @@ export function executionsController({ app, queries, live, forms, send, redirect
           history,
           artifacts,
           telemetry,
+          family,
           version: versionOf(head),
           confirm: confirm !== undefined && Object.hasOwn(ACTIONS, confirm) ? (confirm as Action) : undefined,
           notice: notice !== undefined && Object.hasOwn(NOTICES, notice) ? (notice as Notice) : undefined,

@@ -1,13 +1,15 @@
 // One execution: its facts, progress, diagram, steps, artifacts, context and telemetry, and its actions.
 import { type ExecutionState, TRANSITIONS } from '../../engine/state-machine.js';
 import type {
+  DelegationSummary,
   ExecutionDetail,
   ExecutionProgress,
+  FamilyView,
   StepHistoryEntry,
 } from '../../executions/execution-queries.js';
 import { isCommandStep } from '../../model/workflow.js';
 import type { ArtifactRecord, TelemetryRecord } from '../../store/execution-store.js';
-import { workflowDiagram } from '../../workflows/diagram.js';
+import { joinText, workflowDiagram } from '../../workflows/diagram.js';
 import { html, type SafeHtml, trusted } from '../html.js';
 import { renderMarkdown } from '../markdown.js';
 import { may } from '../viewer.js';
@@ -69,6 +71,8 @@ export interface DetailView {
   history: StepHistoryEntry[];
   artifacts: ArtifactRecord[];
   telemetry: TelemetryRecord[];
+  /** Its parent (a child execution) and its children (a delegating one). */
+  family: FamilyView;
   /** The execution's version (see live.ts), for live updates. */
   version: string;
   confirm?: Action | undefined;
@@ -151,13 +155,20 @@ function timeline(ctx: PageContext, view: DetailView): SafeHtml {
   if (history.length === 0) return html`<p class="empty">No step handed out yet.</p>`;
   const commandIds = new Set([...allSteps(detail.workflow)].filter((s) => isCommandStep(s)).map((s) => s.id));
   const titles = new Map([...allSteps(detail.workflow)].map((s) => [s.id, s.title]));
+  const delegated = view.family.delegations.find((d) => d.open !== null)?.seq;
   const rows = history.map((entry) => {
     const command = commandIds.has(entry.step_name);
     const failures = eventsOf(entry, telemetry, 'step_failed');
     const calls = eventsOf(entry, telemetry, 'http_request');
     const current = entry.seq === detail.current_seq && entry.status === 'running';
-    // The step of a paused execution waits with it: it is not being worked on.
-    const status = current && detail.state === 'paused' ? 'paused' : entry.status;
+    // The step of a paused execution waits with it: it is not being worked on; a delegating step's
+    // work is its children's.
+    const status =
+      current && detail.state === 'paused'
+        ? 'paused'
+        : current && delegated === entry.seq
+          ? 'delegated'
+          : entry.status;
     return html`<tr class="step-row${current ? ' current' : ''}" id="seq-${entry.seq}" data-step="${entry.step_name}">
 <td>${entry.seq}</td>
 <td><strong>${entry.step_name}</strong><br><span class="muted">${titles.get(entry.step_name) ?? ''}</span>${entry.iteration !== null ? html` <span class="muted">(iteration ${entry.iteration})</span>` : ''}</td>
@@ -171,6 +182,63 @@ function timeline(ctx: PageContext, view: DetailView): SafeHtml {
 <tr class="step-detail"><td></td><td colspan="7"><details${current ? html` open` : ''}><summary>Output${command ? ' and HTTP requests' : ''}</summary>${stepOutput(ctx, entry, command)}${httpCalls(calls)}</details></td></tr>`;
   });
   return html`<div class="table-wrap"><table class="timeline"><thead><tr><th>#</th><th>Step</th><th>Persona</th><th>Status</th><th>Validation</th><th>Attempts</th><th>Started</th><th>Duration</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+}
+
+/** A summary line: the first 200 characters of an agent's text, redacted. */
+function summaryLine(ctx: PageContext, text: string): string {
+  const shown = ctx.redact.text(text).replace(/\s+/g, ' ').trim();
+  return shown.length > 200 ? `${shown.slice(0, 199)}…` : shown;
+}
+
+/** One delegating step handed out: its join (rule, progress, deadline), the results, the children. */
+function delegationBlock(ctx: PageContext, d: DelegationSummary, principal: string): SafeHtml {
+  const status =
+    d.open !== null
+      ? html`<span class="state state-delegated">waiting for children</span>`
+      : d.results !== null
+        ? html`<span class="state state-completed">joined</span>`
+        : html`<span class="state">closed</span>`;
+  const open = d.open;
+  const join = html`<p class="join">Join: <strong>${joinText(d.join)}</strong>${
+    open !== null
+      ? html` · <span class="join-progress">${open.progress}</span>${
+          open.deadline !== null
+            ? html` · times out ${time(ctx, open.deadline, true)}${open.timeouts > 0 ? html` <span class="bad">(timed out ${open.timeouts}×)</span>` : ''}`
+            : ''
+        }${open.on_child_failure === 'continue' ? ' · goes on without children that fail' : ''}`
+      : ''
+  } · results in <code>context.${d.into}</code></p>`;
+  const results =
+    d.results === null
+      ? ''
+      : html`<ul class="results">${d.results.map(
+          (r) =>
+            html`<li data-result="${r.name}"><strong>${r.name}</strong> ${badge(r.state)}${r.summary !== undefined ? html`<span class="muted summary-line">${summaryLine(ctx, r.summary)}</span>` : ''}</li>`,
+        )}</ul>`;
+  const rows = d.children.map((c) => {
+    const live = c.current_step !== null && c.state !== 'completed';
+    return html`<tr data-child="${c.execution_id}">
+<td data-label="Name"><strong>${c.name}</strong>${c.model_tier !== undefined ? html` <span class="muted">${c.model_tier}</span>` : ''}</td>
+<td class="id-cell" data-label="Execution"><a href="${href(ctx, `/executions/${encodeURIComponent(c.execution_id)}`, as(ctx, principal))}">${c.execution_id}</a></td>
+<td data-label="Workflow"><a href="${href(ctx, `/workflows/${encodeURIComponent(c.workflow_id)}`)}">${c.workflow_id}</a></td>
+<td data-label="State">${badge(c.state)}</td>
+<td data-label="Progress" class="child-progress">${live ? html`step ${c.current_seq}: <strong>${c.current_step}</strong> · ` : ''}${c.done} of ${c.total} steps done</td>
+<td data-label="Last change">${time(ctx, c.updated_at)}</td>
+</tr>`;
+  });
+  return html`<article class="delegation" data-step="${d.step}" data-seq="${d.seq}">
+<h3>${d.step} <span class="muted">${d.title} · #${d.seq}</span> ${status}</h3>
+${join}${results}
+<div class="table-wrap"><table class="list children cards"><thead><tr><th>Name</th><th>Execution</th><th>Workflow</th><th>State</th><th>Progress</th><th>Last change</th></tr></thead><tbody>${rows}</tbody></table></div>
+</article>`;
+}
+
+function childrenSection(ctx: PageContext, view: DetailView): SafeHtml {
+  const { family, detail } = view;
+  if (family.delegations.length === 0) return html``;
+  return html`<h2>Children</h2>${
+    family.more ? html`<p class="muted">The most recently changed children are shown.</p>` : ''
+  }${family.delegations.map((d) => delegationBlock(ctx, d, detail.principal))}`;
 }
 
 function artifactContent(ctx: PageContext, a: ArtifactRecord): SafeHtml {
@@ -265,6 +333,13 @@ ${
     ? html`<dt>Paused by</dt><dd id="paused-by">${detail.paused_by.by} ${detail.paused_by.via === 'dashboard' ? 'from the dashboard' : '(the agent, with workflow_set_state)'}, ${time(ctx, detail.paused_by.at, false)}</dd>`
     : ''
 }
+${
+  // A child execution: who created it, and its name there (its results go to the parent under it).
+  view.family.parent !== null
+    ? html`<dt>Parent</dt><dd id="parent"><a href="${href(ctx, `/executions/${encodeURIComponent(view.family.parent.execution_id)}`, as(ctx, detail.principal))}">${view.family.parent.execution_id}</a> <span class="muted">step ${view.family.parent.step} #${view.family.parent.seq}</span></dd>
+<dt>Name</dt><dd id="child-name"><strong>${view.family.parent.name}</strong> <span class="muted">(its results go to the parent under this name)</span></dd>`
+    : ''
+}
 <dt>Current step</dt><dd id="current-step">${detail.current_step === null ? html`<span class="muted">none</span>` : html`<strong>${detail.current_step}</strong> ${currentTitle ?? ''} <span class="muted">#${detail.current_seq}${detail.attempt > 0 ? `, attempt ${detail.attempt + 1}` : ''}</span>`}</dd>
 <dt>Token expires</dt><dd>${detail.token_expires_at === null ? html`<span class="muted">no live token</span>` : html`${time(ctx, detail.token_expires_at, true)}${expired ? html` <span class="bad">expired: workflow_resume hands out a fresh one</span>` : ''}`}</dd>
 ${detail.waiting ? html`<dt>Waiting on</dt><dd class="bad">${detail.waiting.step_id} (${detail.waiting.command}): ${detail.waiting.message}</dd>` : ''}
@@ -304,6 +379,7 @@ ${notice}
 </div>
 <section id="diagram" class="diagram" data-region><h2>Diagram</h2>${svg}</section>
 </div>
+<section id="children" class="children" data-region${view.family.delegations.length === 0 ? html` hidden` : ''}>${childrenSection(ctx, view)}</section>
 <section id="timeline" data-region><h2>Steps</h2>${timeline(ctx, view)}</section>
 <section id="artifacts" data-region><h2>Artifacts</h2>${artifactsSection(ctx, view.artifacts)}</section>
 <section id="context" data-region><h2>Context</h2><details><summary>Variables the conditions read</summary>${details(ctx, detail.context)}</details>

@@ -41,6 +41,57 @@ export interface ListView {
 
 export const cursorParam = (c: ExecutionCursor) => `${c.updated_at},${c.execution_id}`;
 
+type Listed = ExecutionPage['executions'][number];
+
+/**
+ * The page's rows as a compact tree: a child whose parent is on the same page is shown under it
+ * (indented, in the order they were created), not as a row of its own; every other row keeps its
+ * place. A family sits where its most recently changed member would (children change while their
+ * parent waits), so the newest work stays at the top. Only the rows of this page are arranged: the
+ * keyset paging underneath is unchanged, and a child whose parent is on another page stays a row,
+ * naming its parent.
+ */
+export function executionTree(rows: readonly Listed[]): { e: Listed; depth: number; children: number }[] {
+  const position = new Map(rows.map((e, i) => [e.execution_id, i]));
+  const under = new Map<string, Listed[]>();
+  const roots: Listed[] = [];
+  for (const e of rows) {
+    const parent = e.parent_id;
+    if (parent !== undefined && parent !== e.execution_id && position.has(parent)) {
+      under.set(parent, [...(under.get(parent) ?? []), e]);
+    } else roots.push(e);
+  }
+  // The newest position in each family (a family is a root and what is under it, at any depth).
+  const newest = new Map<string, number>();
+  const rank = (e: Listed, seen: Set<string>): number => {
+    if (seen.has(e.execution_id)) return position.get(e.execution_id) ?? 0;
+    seen.add(e.execution_id);
+    const own = position.get(e.execution_id) ?? 0;
+    const best = Math.min(own, ...(under.get(e.execution_id) ?? []).map((c) => rank(c, seen)));
+    newest.set(e.execution_id, best);
+    return best;
+  };
+  for (const root of roots) rank(root, new Set());
+  const out: { e: Listed; depth: number; children: number }[] = [];
+  const visit = (e: Listed, depth: number, seen: Set<string>) => {
+    if (seen.has(e.execution_id)) return;
+    seen.add(e.execution_id);
+    const kids = [...(under.get(e.execution_id) ?? [])].sort(
+      (a, b) => a.started_at.localeCompare(b.started_at) || a.execution_id.localeCompare(b.execution_id),
+    );
+    out.push({ e, depth, children: kids.length });
+    for (const kid of kids) visit(kid, depth + 1, seen);
+  };
+  const seen = new Set<string>();
+  for (const root of [...roots].sort(
+    (a, b) => (newest.get(a.execution_id) ?? 0) - (newest.get(b.execution_id) ?? 0),
+  ))
+    visit(root, 0, seen);
+  // Parent links never loop; were one to, its rows would still be shown.
+  for (const e of rows) visit(e, 0, seen);
+  return out;
+}
+
 export function executionsPage(ctx: PageContext, view: ListView): string {
   const { filter, page, counts } = view;
   const manyPrincipals = (view.principals?.length ?? 0) > 1 || filter.principal !== ctx.viewer.principal;
@@ -89,9 +140,21 @@ ${
 <button type="submit">Filter</button>
 </form>`;
   const now = ctx.now ?? Date.now();
-  const rows = page.executions.map(
-    (e) => html`<tr data-execution="${e.execution_id}">
-<td class="id-cell" data-label="Execution"><a href="${href(ctx, `/executions/${encodeURIComponent(e.execution_id)}`, as(ctx, e.principal))}">${e.execution_id}</a></td>
+  const link = (id: string, principal: string) =>
+    href(ctx, `/executions/${encodeURIComponent(id)}`, as(ctx, principal));
+  const rows = executionTree(page.executions).map(
+    ({
+      e,
+      depth,
+      children,
+    }) => html`<tr data-execution="${e.execution_id}"${depth > 0 ? html` class="child-row depth-${Math.min(depth, 3)}" data-parent="${e.parent_id ?? ''}"` : ''}>
+<td class="id-cell" data-label="Execution">${depth > 0 ? html`<span class="tree" aria-hidden="true">└ </span>` : ''}<a href="${link(e.execution_id, e.principal)}">${e.execution_id}</a>${
+      children > 0
+        ? html`<br><span class="muted kids">${children} child${children === 1 ? '' : 'ren'} below</span>`
+        : depth === 0 && e.parent_id !== undefined
+          ? html`<br><span class="muted kids">child of <a href="${link(e.parent_id, e.principal)}">${e.parent_id}</a></span>`
+          : ''
+    }</td>
 <td data-label="Workflow"><a href="${href(ctx, `/workflows/${encodeURIComponent(e.workflow_id)}`)}">${e.workflow_id}</a></td>
 <td data-label="State">${badge(e.state)}</td>
 <td class="wide" data-label="Current step">${e.current_step ?? html`<span class="muted">—</span>`}</td>

@@ -207,9 +207,16 @@ export function workflowTestTool(deps: WorkflowTestDeps): ToolDefinition {
       failed: z.number().describe('Scenarios that failed'),
       scenarios: z.array(ScenarioSchema),
       coverage: z
-        .object({ steps: CountSchema, branches: CountSchema, loop_exits: CountSchema })
+        .object({
+          steps: CountSchema,
+          branches: CountSchema,
+          loop_exits: CountSchema,
+          join_outcomes: CountSchema.optional(),
+        })
         .optional()
-        .describe('Steps entered, condition outcomes seen (two per condition), loop exits taken'),
+        .describe(
+          'Steps entered, condition outcomes seen (two per condition), loop exits taken, and for a delegating workflow the join outcomes seen',
+        ),
       untested: z.array(z.string()).describe('The paths no scenario walks'),
       test_file: z.string().optional().describe('The test file that ran, when it came from one'),
       work: z
@@ -337,6 +344,10 @@ function toolResult(result: SuiteResult, draft: boolean) {
             steps: { covered: coverage.steps.covered, total: coverage.steps.total },
             branches: { covered: coverage.branches.covered, total: coverage.branches.total },
             loop_exits: { covered: coverage.loops.covered, total: coverage.loops.total },
+            // Only for a workflow that delegates: held, failed or continued, timed out, per delegating step.
+            ...(coverage.joins.total > 0
+              ? { join_outcomes: { covered: coverage.joins.covered, total: coverage.joins.total } }
+              : {}),
           },
         }
       : {}),

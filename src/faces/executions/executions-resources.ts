@@ -1,5 +1,6 @@
 import { fail } from '../../engine/errors.js';
 import type { Caller } from '../../executions/execution-model.js';
+import type { FamilyView } from '../../executions/execution-queries.js';
 import type { ExecutionService } from '../../executions/execution-service.js';
 import { isPromptStep, type Workflow } from '../../model/workflow.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
@@ -26,6 +27,30 @@ function complexity(stepCount: number): 'low' | 'medium' | 'high' {
 async function withWorkflowName<T extends { workflow_id: string }>(value: T | Promise<T>) {
   const resolved = await value;
   return { ...resolved, workflow_name: resolved.workflow_id };
+}
+
+/**
+ * Where an execution sits among delegations, for its status: `parent` for a child (the execution and
+ * step that created it, and its name there); for an execution whose workflow delegates, `children`
+ * (every child: name, execution id, workflow, state, progress, the step that created it) and
+ * `delegations` (each delegating step handed out: its join rule, where the join stands while it is
+ * open, the results' states after it).
+ */
+function familyFields(family: FamilyView) {
+  const delegates = family.delegations.length > 0;
+  return {
+    ...(family.parent !== null ? { parent: family.parent } : {}),
+    ...(delegates
+      ? {
+          children: family.delegations.flatMap((d) => d.children),
+          delegations: family.delegations.map(({ children, ...d }) => ({
+            ...d,
+            children: children.map((c) => c.name),
+          })),
+          ...(family.more ? { more_children: true } : {}),
+        }
+      : {}),
+  };
 }
 
 function one(value: string | undefined): string {
@@ -126,8 +151,14 @@ export function executionResources(
     executionTemplate(
       'workflow_status',
       'Execution status',
-      'State and step counts of an execution',
-      async (id, caller) => withWorkflowName((await queries()).status(id, caller)),
+      'State and step counts of an execution; its parent (a child execution) and children (a delegating one)',
+      async (id, caller) => {
+        const q = await queries();
+        return {
+          ...(await withWorkflowName(q.status(id, caller))),
+          ...familyFields(await q.family(id, caller)),
+        };
+      },
     ),
     executionTemplate(
       'execution_progress',

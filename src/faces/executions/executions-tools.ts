@@ -352,7 +352,10 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
           },
           caller,
         );
-        const latest = found.find((e) => e.state === 'running' || e.state === 'paused');
+        // A child is its subagent's work: the work to pick up again is the newest that is not one.
+        const latest =
+          found.find((e) => (e.state === 'running' || e.state === 'paused') && e.parent_id === undefined) ??
+          found.find((e) => e.state === 'running' || e.state === 'paused');
         return {
           executions: found.map((e) => ({ ...e, current_step_resource: currentStepUri(e.execution_id) })),
           // The most recent unfinished one is the likeliest to pick up again; paused, workflow_resume says

@@ -404,7 +404,11 @@ export function guidanceTools({
               next.notices,
               contextScope(next.context, allowedEnv),
               // The client holds the state: the first step carries the meta guidance in full.
-              { metaGuidance: completedSteps.length === 0 ? 'full' : 'reference' },
+              {
+                metaGuidance: completedSteps.length === 0 ? 'full' : 'reference',
+                // No executions here: a delegating step's children are the client's to do.
+                stateless: true,
+              },
             )
           : {
               prompt: [

@@ -337,4 +337,24 @@ export const PG_MIGRATIONS: readonly { version: number; name: string; sql: strin
         WHERE parent_id IS NOT NULL;
     `,
   },
+  {
+    version: 9,
+    name: 'execution records: each event with a hash that covers the previous one',
+    // Appended in the event's own transaction (src/executions/record-chain.ts); the key refuses a second
+    // event at one place of a record, so two transactions racing on one chain cannot both append.
+    sql: `
+      CREATE TABLE execution_record (
+        execution_id text NOT NULL REFERENCES workflow_executions(execution_id) ON DELETE CASCADE,
+        n integer NOT NULL,
+        type text NOT NULL,
+        at text NOT NULL,
+        step text,
+        body json NOT NULL,
+        prev text NOT NULL,
+        hash text NOT NULL,
+        migrated integer NOT NULL DEFAULT 0,
+        PRIMARY KEY (execution_id, n)
+      );
+    `,
+  },
 ];

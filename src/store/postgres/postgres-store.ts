@@ -162,6 +162,8 @@ export class PostgresExecutionStore implements ExecutionStore {
   readonly documents: PostgresDocuments;
 
   private readonly metrics: Metrics;
+  /** Each execution's parent, as transactions learn it (see SqlSession.parents). */
+  private readonly parents = new Map<string, string | null>();
 
   constructor(url: string, options: PostgresStoreOptions = {}) {
     this.metrics = options.metrics ?? NO_METRICS;
@@ -334,7 +336,10 @@ export class PostgresExecutionStore implements ExecutionStore {
         };
         const write: SqlSession['write'] = (spec, op, values) => batch.add(spec, op, values);
         const result = await fn(
-          withCurrentStep(sqlOperations({ query, write, locking: true }, POSTGRES), query),
+          withCurrentStep(
+            sqlOperations({ query, write, locking: true, parents: this.parents }, POSTGRES),
+            query,
+          ),
         );
         const pending = batch.take();
         if (pending) await last(nameOf(pending.text), pending.text, pending.values);
@@ -451,6 +456,7 @@ export class PostgresExecutionStore implements ExecutionStore {
   getExecution = (id: string) => this.reads.getExecution(id);
   listExecutions = (filter: ExecutionFilter) => this.reads.listExecutions(filter);
   countOpenChildren = (principal: string) => this.reads.countOpenChildren(principal);
+  countChildren = () => this.reads.countChildren();
   pageExecutions = (after: string | null, limit: number) => this.reads.pageExecutions(after, limit);
   getSteps = (id: string) => this.reads.getSteps(id);
   getStep = (id: string, seq: number) => this.reads.getStep(id, seq);
@@ -463,6 +469,8 @@ export class PostgresExecutionStore implements ExecutionStore {
   getTask = (taskId: string) => this.reads.getTask(taskId);
   listTasks = (filter: TaskFilter) => this.reads.listTasks(filter);
   getApproval = (approvalId: string) => this.reads.getApproval(approvalId);
+  getRecordEvents = (id: string) => this.reads.getRecordEvents(id);
+  lastRecordEvent = (id: string) => this.reads.lastRecordEvent(id);
   listApprovals = (filter: ApprovalFilter) => this.reads.listApprovals(filter);
   listExecutionHeads = (filter: ExecutionPageFilter) => this.reads.listExecutionHeads(filter);
   countExecutions = (filter: ExecutionCountFilter) => this.reads.countExecutions(filter);

@@ -26,6 +26,7 @@ import {
   ARTIFACTS,
   DEFINITIONS,
   EXECUTIONS,
+  RECORD_EVENTS,
   type Row,
   STEPS,
   SUBMISSIONS,
@@ -38,6 +39,7 @@ import {
   toDefinition,
   toExecution,
   toHead,
+  toRecordEvent,
   toStep,
   toSubmission,
   toTask,
@@ -61,7 +63,15 @@ export interface SqlSession {
   write(spec: TableSpec<never>, op: 'insert' | 'update', values: Row): Promise<void>;
   /** Inside a transaction: what is read by key is locked until it ends. */
   readonly locking: boolean;
+  /**
+   * The store's memory of each execution's parent (it never changes), so that locking a child's row,
+   * which first locks its ancestors', costs no extra statement once the parent is known.
+   */
+  readonly parents?: Map<string, string | null>;
 }
+
+/** How many parents a store remembers before it forgets them all (ids are random: no churn to track). */
+const PARENTS_REMEMBERED = 50_000;
 
 /** A session's `write` that sends each row write at once, as one statement. */
 export function writeNow(
@@ -122,10 +132,38 @@ export function sqlOperations(session: SqlSession, d: SqlDialect): StoreWriter {
     const values = writeValues(d, ARTIFACTS as TableSpec<never>, 'insert', ARTIFACTS.values(record));
     return (await rows(statement, values, '*'))[0]?.id as number;
   };
+  // Row locks are taken ancestors first: a transaction that locks a child execution's row first locks its
+  // parent's (and the parent's parent's). A child ending joins its parent, and a parent's join, pause or
+  // end moves its children, so both orders happen; one order for everyone is what keeps children ending at
+  // once on different replicas from deadlocking with the join that abandons them (PostgreSQL would break
+  // the cycle only after deadlock_timeout, by failing one of them).
+  const locked = new Set<string>();
+  const parentOf = async (id: string): Promise<string | null> => {
+    const known = session.parents?.get(id);
+    if (known !== undefined) return known;
+    const row = await first(sql.parentOf, [id], EXEC);
+    if (row === undefined) return null;
+    const parent = (row.parent_id as string | null) ?? null;
+    if (session.parents !== undefined) {
+      if (session.parents.size >= PARENTS_REMEMBERED) session.parents.clear();
+      session.parents.set(id, parent);
+    }
+    return parent;
+  };
+  const lockAncestors = async (id: string, depth: number): Promise<void> => {
+    const parent = await parentOf(id);
+    // Depth is bounded by WORKFLOWLOOKUP_MAX_DELEGATION_DEPTH; the guard only stops a corrupt cycle.
+    if (parent === null || locked.has(parent) || depth > 32) return;
+    await lockAncestors(parent, depth + 1);
+    await rows(sql.lockExecutionKey, [parent], EXEC);
+    locked.add(parent);
+  };
   const operations: StoreWriter = {
     executionPage: (id, principal, options) => readExecutionPage(operations, id, principal, options),
     getExecution: async (id) => {
+      if (session.locking && !locked.has(id)) await lockAncestors(id, 0);
       const row = await first(session.locking ? sql.lockExecution : sql.getExecution, [id], EXEC);
+      if (session.locking && row !== undefined) locked.add(id);
       return row ? toExecution(row) : undefined;
     },
     listExecutions: async (filter) => {
@@ -134,6 +172,10 @@ export function sqlOperations(session: SqlSession, d: SqlDialect): StoreWriter {
     },
     countOpenChildren: async (principal) =>
       Number((await first(sql.countOpenChildren, [principal], EXEC))?.n ?? 0),
+    countChildren: async () =>
+      Object.fromEntries(
+        (await rows(sql.countChildren, [], EXEC)).map((r) => [r.state as ExecutionState, Number(r.n)]),
+      ),
     pageExecutions: async (after, limit) =>
       (await rows(sql.pageExecutions, [after ?? '', limit], EXEC)).map(toExecution),
     listExecutionHeads: async (filter) => {
@@ -207,6 +249,13 @@ export function sqlOperations(session: SqlSession, d: SqlDialect): StoreWriter {
       return (await rows(q.text, q.values, ['approvals'])).map(toApproval);
     },
     insertApproval: (record) => write(APPROVALS, 'insert', record),
+    appendRecordEvent: (event) => write(RECORD_EVENTS, 'insert', event),
+    getRecordEvents: async (id) =>
+      (await rows(sql.getRecordEvents, [id], ['execution_record'])).map(toRecordEvent),
+    lastRecordEvent: async (id) => {
+      const row = await first(sql.lastRecordEvent, [id], ['execution_record']);
+      return row ? toRecordEvent(row) : undefined;
+    },
     updateApproval: (record) => write(APPROVALS, 'update', record),
     insertTask: (record) => write(TASKS, 'insert', record),
     updateTask: (record) => write(TASKS, 'update', record),

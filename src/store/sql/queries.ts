@@ -17,6 +17,7 @@ import {
   DEFINITIONS,
   EXECUTIONS,
   HEAD_COLUMNS,
+  RECORD_EVENTS,
   type Row,
   STEPS,
   SUBMISSIONS,
@@ -64,7 +65,17 @@ export interface SqlDialect extends DialectOptions {
 export function sqlDialect(options: DialectOptions): SqlDialect {
   const dialect = { ...options } as SqlDialect;
   const writes = new Map<TableSpec<never>, { insert: string; update: string }>();
-  for (const spec of [DEFINITIONS, EXECUTIONS, STEPS, ARTIFACTS, TELEMETRY, SUBMISSIONS, TASKS, APPROVALS]) {
+  for (const spec of [
+    DEFINITIONS,
+    EXECUTIONS,
+    STEPS,
+    ARTIFACTS,
+    TELEMETRY,
+    SUBMISSIONS,
+    TASKS,
+    APPROVALS,
+    RECORD_EVENTS,
+  ]) {
     writes.set(spec as TableSpec<never>, writeStatements(dialect, spec as TableSpec<never>));
   }
   return Object.assign(dialect, { fixed: fixedStatements(dialect), writes });
@@ -107,6 +118,8 @@ function fixedStatements(d: DialectOptions) {
   return {
     getExecution: execution,
     lockExecution: `${execution}${d.lockRead}`,
+    parentOf: `SELECT parent_id FROM workflow_executions WHERE execution_id = ${p1}`,
+    lockExecutionKey: `SELECT 1 FROM workflow_executions WHERE execution_id = ${p1}${d.lockRead}`,
     pageExecutions: `SELECT * FROM workflow_executions WHERE execution_id > ${p1} ORDER BY execution_id LIMIT ${p2}`,
     getSteps: `SELECT * FROM workflow_steps WHERE execution_id = ${p1} ORDER BY seq`,
     getStep: step,
@@ -127,10 +140,15 @@ function fixedStatements(d: DialectOptions) {
     // The fan-out cap: a partial index holds only child executions (migration 8).
     countOpenChildren: `SELECT COUNT(*) AS n FROM workflow_executions
       WHERE principal = ${p1} AND parent_id IS NOT NULL AND state IN ('idle', 'running', 'paused')`,
+    // Children per state for /metrics: the same partial index, read whole.
+    countChildren: `SELECT state, COUNT(*) AS n FROM workflow_executions WHERE parent_id IS NOT NULL
+      GROUP BY state`,
     changedExecutions: `SELECT ${HEAD_COLUMNS} FROM workflow_executions WHERE principal = ${p1} AND updated_at >= ${p2}
       ORDER BY updated_at, execution_id LIMIT ${p3}`,
     getTask: task,
     getApproval: byKey('approvals', `approval_id = ${p1}`),
+    getRecordEvents: `SELECT * FROM execution_record WHERE execution_id = ${p1} ORDER BY n`,
+    lastRecordEvent: `SELECT * FROM execution_record WHERE execution_id = ${p1} ORDER BY n DESC LIMIT 1`,
     lockTask: `${task}${d.lockRead}`,
     deleteExpiredTasks: `DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at < ${p1}
       AND ${d.among('status', p2 as string)} RETURNING task_id`,

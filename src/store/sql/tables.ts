@@ -4,6 +4,7 @@ import type {
   DefinitionRecord,
   ExecutionHead,
   ExecutionRecord,
+  RecordEventRow,
   StepRecord,
   SubmissionRecord,
   TaskRecord,
@@ -44,7 +45,8 @@ export type TableName =
   | 'telemetry_events'
   | 'token_submissions'
   | 'tasks'
-  | 'approvals';
+  | 'approvals'
+  | 'execution_record';
 
 const json = (value: unknown): string => JSON.stringify(value ?? null);
 const jsonOrNull = (value: unknown): string | null =>
@@ -255,6 +257,38 @@ export const APPROVALS = spec<ApprovalRecord>(
     'poll_nonce',
   ],
 );
+
+export const RECORD_EVENTS = spec<RecordEventRow>(
+  'execution_record',
+  [
+    ['execution_id', 'text'],
+    ['n', 'integer'],
+    ['type', 'text'],
+    // Text, not a timestamp: the hash covers it exactly as it was written.
+    ['at', 'text'],
+    ['step', 'text'],
+    ['body', 'json'],
+    ['prev', 'text'],
+    ['hash', 'text'],
+    ['migrated', 'integer'],
+  ],
+  ['execution_id', 'n'],
+  ['type', 'at', 'step', 'body', 'prev', 'hash', 'migrated'],
+);
+
+export function toRecordEvent(row: Row): RecordEventRow {
+  return {
+    execution_id: row.execution_id as string,
+    n: Number(row.n),
+    type: row.type as string,
+    at: row.at as string,
+    step: str(row.step),
+    body: parse(row.body, {}),
+    prev: row.prev as string,
+    hash: row.hash as string,
+    migrated: Number(row.migrated),
+  };
+}
 
 export function toApproval(row: Row): ApprovalRecord {
   return {

@@ -263,4 +263,24 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
         WHERE parent_id IS NOT NULL;
     `,
   },
+  {
+    version: 9,
+    name: 'execution records: each event with a hash that covers the previous one',
+    // Appended in the event's own transaction (src/executions/record-chain.ts); the key refuses a second
+    // event at one place of a record, so two transactions racing on one chain cannot both append.
+    sql: `
+      CREATE TABLE execution_record (
+        execution_id TEXT NOT NULL REFERENCES workflow_executions(execution_id) ON DELETE CASCADE,
+        n INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        at TEXT NOT NULL,
+        step TEXT,
+        body TEXT NOT NULL,
+        prev TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        migrated INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (execution_id, n)
+      );
+    `,
+  },
 ];

@@ -218,6 +218,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   getExecution = (id: string) => this.exclusive(() => this.writer.getExecution(id));
   listExecutions = (filter: ExecutionFilter) => this.exclusive(() => this.writer.listExecutions(filter));
   countOpenChildren = (principal: string) => this.exclusive(() => this.writer.countOpenChildren(principal));
+  countChildren = () => this.exclusive(() => this.writer.countChildren());
   getSteps = (id: string) => this.exclusive(() => this.writer.getSteps(id));
   getStep = (id: string, seq: number) => this.exclusive(() => this.writer.getStep(id, seq));
   getArtifacts = (id: string, stepName?: string) =>
@@ -247,6 +248,8 @@ export class SqliteExecutionStore implements ExecutionStore {
   getTask = (taskId: string) => this.exclusive(() => this.writer.getTask(taskId));
   listTasks = (filter: TaskFilter) => this.exclusive(() => this.writer.listTasks(filter));
   getApproval = (approvalId: string) => this.exclusive(() => this.writer.getApproval(approvalId));
+  getRecordEvents = (id: string) => this.exclusive(() => this.writer.getRecordEvents(id));
+  lastRecordEvent = (id: string) => this.exclusive(() => this.writer.lastRecordEvent(id));
   listApprovals = (filter: ApprovalFilter) => this.exclusive(() => this.writer.listApprovals(filter));
   listExecutionHeads = (filter: ExecutionPageFilter) =>
     this.exclusive(() => this.writer.listExecutionHeads(filter));
