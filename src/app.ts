@@ -53,6 +53,8 @@ import {
 } from './protocol/mcp-server.js';
 import { TaskDriver } from './protocol/tasks-protocol.js';
 import { ToolSwitch } from './protocol/tool-switch.js';
+import { RecordKeyring } from './record/keys.js';
+import { Records } from './record/records.js';
 import type { RunServices } from './runs/run-services.js';
 import type { ExecutionStore } from './store/execution-store.js';
 import {
@@ -164,6 +166,8 @@ export interface AppServices {
   readQueries: () => Promise<ExecutionQueries>;
   /** The execution store, opened on first use (health checks and metrics read it). */
   store: () => Promise<ExecutionStore>;
+  /** Signed execution records and the keys that sign them (src/record/). */
+  records: Records;
 }
 
 export interface App {
@@ -210,6 +214,16 @@ function defaultLogger(config: Config): Logger {
 // -------------------------------------------------------------------------------------------------
 // The builders. Each builds one part from the configuration and the parts it names; createApp composes
 // them. They are exported so that what a command needs is built the way the server builds it.
+
+/** Signed records of executions, with the key the configuration names or the data dir's. */
+export function buildRecords(config: Config, executions: () => Promise<ExecutionService>): Records {
+  const keyring = new RecordKeyring({
+    dataDir: config.dataDir,
+    ...(config.recordKey.key !== undefined ? { configuredKey: config.recordKey.key } : {}),
+    ...(config.recordKey.publicKeys !== undefined ? { publicKeysFile: config.recordKey.publicKeys } : {}),
+  });
+  return new Records(executions, keyring);
+}
 
 /** The regex and JSON Schema engine every check uses: one per app (its worker starts on demand). */
 export function buildEngine(options: Pick<AppOptions, 'validationWorker'> = {}): ValidationEngine {
@@ -503,6 +517,7 @@ interface ProtocolParts {
   executions: () => Promise<ExecutionService>;
   tests: () => Promise<WorkflowTests>;
   runServices: () => Promise<RunServices>;
+  records: Records;
   fixtures: ConformanceFixtures | undefined;
   /** The app's instruments (tool calls). */
   metrics?: Metrics;
@@ -579,7 +594,7 @@ export function buildProtocol(config: Config, parts: ProtocolParts) {
     readFile(join(config.packageRoot, 'dist', 'views', 'execution-progress.html'), 'utf8'),
   ).get;
   const resources = [
-    ...executionResources(registry, executions, viewHtml),
+    ...executionResources(registry, executions, viewHtml, parts.records),
     ...authoringResources(registry, guide),
     ...catalogResources(catalogService),
   ];
@@ -704,7 +719,9 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     log,
   });
   const { executions, tests, runServices } = built;
+  const records = buildRecords(config, executions);
   const protocol = buildProtocol(config, {
+    records,
     registry,
     engine,
     catalogs,
@@ -764,6 +781,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       tests,
       readQueries: built.readQueries,
       store: store.open,
+      records,
     },
     runner,
     resources: protocol.resources,

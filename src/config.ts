@@ -73,6 +73,12 @@ export interface Config {
    * (WORKFLOWLOOKUP_APPROVERS): the operator's grant, never a workflow author's.
    */
   approvers: ReadonlySet<string>;
+  /**
+   * The key execution records are signed with (WORKFLOWLOOKUP_RECORD_KEY: a PEM Ed25519 private key or
+   * its file; default generated into the data dir) and older public keys still published
+   * (WORKFLOWLOOKUP_RECORD_PUBLIC_KEYS), both as given.
+   */
+  recordKey: { key?: string; publicKeys?: string };
   /** The operator's checks file (WORKFLOWLOOKUP_CHECKS_FILE), absolute; undefined: no checks. */
   checksFile: string | undefined;
   /** Whether `serve --http` may run checks (WORKFLOWLOOKUP_HTTP_CHECKS). */
@@ -395,6 +401,12 @@ export function loadConfig(options: ConfigOptions = {}): Config {
     },
     approvalElicitation: { stdio: true, http: false },
     approvers: new Set(list(env.WORKFLOWLOOKUP_APPROVERS)),
+    recordKey: {
+      ...(env.WORKFLOWLOOKUP_RECORD_KEY ? { key: recordKeyValue(cwd, env.WORKFLOWLOOKUP_RECORD_KEY) } : {}),
+      ...(env.WORKFLOWLOOKUP_RECORD_PUBLIC_KEYS
+        ? { publicKeys: resolve(cwd, env.WORKFLOWLOOKUP_RECORD_PUBLIC_KEYS) }
+        : {}),
+    },
     checksFile: undefined,
     httpChecks: false,
     delegation: {
@@ -611,4 +623,9 @@ export function loadHttpSettings(config: Config, flags: HttpFlags = {}): HttpSet
     authFailureLimit,
     dashboard,
   };
+}
+
+/** WORKFLOWLOOKUP_RECORD_KEY: a PEM key as text stays text; anything else is a path, from cwd. */
+function recordKeyValue(cwd: string, value: string): string {
+  return value.trimStart().startsWith('-----BEGIN') ? value : resolve(cwd, value);
 }

@@ -50,8 +50,13 @@ export async function serveHttp(app: App, settings: HttpSettings): Promise<HttpS
   const dashboard = settings.dashboard
     ? (await import('./dashboard/sign-in.js')).dashboardMount(app)
     : undefined;
+  const { recordKeysMount, RECORD_KEYS_PATH } = await import('./transports/http/record-keys.js');
   const http = await startHttp(app, settings, {
-    mounts: { '/metrics': observability.metricsMount, ...(dashboard ? { '/dashboard': dashboard } : {}) },
+    mounts: {
+      '/metrics': observability.metricsMount,
+      [RECORD_KEYS_PATH]: recordKeysMount(app.services.records.keyring),
+      ...(dashboard ? { '/dashboard': dashboard } : {}),
+    },
     probes: observability.probes,
   });
   observability.attach(http);

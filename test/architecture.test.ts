@@ -18,7 +18,7 @@ import { ROOT } from './helpers/server.js';
  * does any cycle between files.
  */
 const BELOW_WORKFLOWS = ['model', 'engine', 'store'];
-const SERVICES = [...BELOW_WORKFLOWS, 'workflows', 'catalogs', 'executions', 'runs'];
+const SERVICES = [...BELOW_WORKFLOWS, 'workflows', 'catalogs', 'executions', 'runs', 'record'];
 const FACES = ['faces/authoring', 'faces/automation', 'faces/executions', 'faces/guidance', 'faces/runs'];
 const STORE_ADAPTERS = ['store/sql', 'store/sqlite', 'store/postgres'];
 const BELOW_APP = [...SERVICES, 'faces', ...FACES, 'protocol'];
@@ -36,6 +36,8 @@ const EDGES: Record<string, readonly string[]> = {
   catalogs: [...BELOW_WORKFLOWS, 'workflows'],
   executions: [...BELOW_WORKFLOWS, 'workflows', 'catalogs'],
   runs: [...BELOW_WORKFLOWS, 'workflows', 'catalogs', 'executions'],
+  // Signed records: the executions' chained events, signed and verified (no MCP, no store of its own).
+  record: [...BELOW_WORKFLOWS, 'workflows', 'executions'],
   // What every face shares (tool, resource and prompt shapes, `next`): no face in it.
   faces: SERVICES,
   // A face is wording over the services: it may use the shared face modules, never another face.

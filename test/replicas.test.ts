@@ -470,10 +470,11 @@ describe.skipIf(pgServer.url === undefined)('delegation across replicas on one P
   it(`join all: 6 children ending at the same moment on 3 replicas join their parent once (${RACES} races)`, {
     timeout: 30_000 + RACES * 5_000,
   }, async () => {
-    const { urls, database } = await cluster(3, {
+    const { urls, database, env } = await cluster(3, {
       'race-child.yaml': RACE_CHILD,
       'race-all.yaml': RACE_PARENT('all', 6),
     });
+    let lastParent = '';
     for (let n = 0; n < RACES; n++) {
       const { answers, parentId, wait } = await race(urls, database, 'all');
       for (const a of answers)
@@ -482,7 +483,26 @@ describe.skipIf(pgServer.url === undefined)('delegation across replicas on one P
       // Each child told its parent once, one after another under the parent's lock.
       expect([...facts.ended.values()]).toEqual([1, 1, 1, 1, 1, 1]);
       await sameWaitAnswer(urls, wait);
+      lastParent = parentId;
     }
+    // The parent's record, chained by three replicas at once (each child's end appended under the
+    // parent's lock), is one unbroken chain: exported from PostgreSQL and verified.
+    const operator = { ...sb.env, ...env, WORKFLOWLOOKUP_DATA_DIR: join(sb.root, 'operator') };
+    const exported = spawnSync(process.execPath, [CLI, 'record', lastParent], {
+      env: operator,
+      encoding: 'utf8',
+    });
+    expect(exported.status, exported.stderr).toBe(0);
+    const verified = spawnSync(process.execPath, [CLI, 'verify', '-', '--execution', lastParent], {
+      env: operator,
+      input: exported.stdout,
+      encoding: 'utf8',
+    });
+    expect(verified.status, verified.stderr).toBe(0);
+    const events = JSON.parse(
+      Buffer.from(JSON.parse(exported.stdout).dsseEnvelope.payload, 'base64').toString('utf8'),
+    ).predicate.events as { type: string }[];
+    expect(events.filter((e) => e.type === 'child_ended')).toHaveLength(6);
     process.stderr.write(
       `join all: ${RACES} races; transactions run again per replica: ${runsAgain().join(', ')}\n`,
     );

@@ -159,6 +159,41 @@ export const COMMAND_SPECS = {
     summary: 'reject it: the step goes back to the agent with the reason and a fresh token',
     options: { reason: { type: 'string', value: 'TEXT', help: 'why (the agent is shown it)' } },
   },
+  record: {
+    usage: 'record <execution> [--out FILE]',
+    summary:
+      "write an execution's signed record: a Sigstore bundle holding an in-toto statement of every event, chained and signed with the server's key (docs/records.md)",
+    options: { out: { type: 'string', value: 'FILE', help: 'write here (default stdout)' } },
+  },
+  verify: {
+    usage:
+      'verify <record>|- [--key FILE | --keys URL|FILE] [--workflow FILE] [--require completed,approved,checked] [--execution ID] [--head HASH] [--json]',
+    summary:
+      'check a record offline: signature, chain, definition and policy. Exit 0 when it holds, 1 naming the first failure, 2 when it is not a record or the options are wrong',
+    options: {
+      key: { type: 'string', value: 'FILE', help: 'trust this public key (PEM or JWK/JWKS file)' },
+      keys: {
+        type: 'string',
+        value: 'URL|FILE',
+        help: "trust these keys: a JWKS file, or a server's /.well-known/workflowlookup-record-keys.json (default: this host's keys)",
+      },
+      workflow: { type: 'string', value: 'FILE', help: 'the workflow file the execution must have run' },
+      require: {
+        type: 'string',
+        value: 'LIST',
+        help: 'completed (finished completed), approved (every approval decided by a person), checked (every step completed on a passing check)',
+      },
+      execution: { type: 'string', value: 'ID', help: 'the execution the record must be of' },
+      head: { type: 'string', value: 'HASH', help: "the last event's hash the record must end at" },
+      json: { type: 'boolean', help: 'print the result as JSON' },
+    },
+  },
+  keys: {
+    usage: 'keys [rotate | revoke KEYID]',
+    summary:
+      'print the public keys records are signed with (a JWKS, as /.well-known/workflowlookup-record-keys.json serves it); rotate: a new key signs, the old one stays published; revoke: stop publishing a retired key',
+    options: {},
+  },
   token: {
     usage: 'token add NAME [--scopes read,run] [--principal P] | token list | token remove NAME',
     summary: 'manage the static tokens of WORKFLOWLOOKUP_AUTH=tokens (a new token is printed once)',

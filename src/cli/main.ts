@@ -46,6 +46,7 @@ import { type DefinitionFormat, formatOf } from '../workflows/parse.js';
 import type { Listing } from '../workflows/registry.js';
 import { approvalsCommand, decideCommand } from './approvals-command.js';
 import { COMMAND_SPECS, type CommandSpec, optionLines, TITLE } from './commands.js';
+import { keysCommand, recordCommand, verifyCommand } from './record-commands.js';
 import { testCommand } from './test-command.js';
 
 const SAMPLE = `# A sample workflow. Edit it, then run: workflowlookup validate .workflowlookup/workflows/*.yaml
@@ -564,6 +565,12 @@ type Flags = {
   out?: string;
   'new-tokens'?: boolean;
   reason?: string;
+  key?: string;
+  keys?: string;
+  workflow?: string;
+  require?: string;
+  execution?: string;
+  head?: string;
   help?: boolean;
   version?: boolean;
 };
@@ -608,6 +615,9 @@ const COMMANDS: Record<string, Command> = {
     ...COMMAND_SPECS.reject,
     run: (rest, options, flags) => decideCommand('reject', rest, options, flags.reason),
   },
+  record: { ...COMMAND_SPECS.record, run: (rest, options, flags) => recordCommand(rest, options, flags) },
+  verify: { ...COMMAND_SPECS.verify, run: (rest, options, flags) => verifyCommand(rest, options, flags) },
+  keys: { ...COMMAND_SPECS.keys, run: (rest, options) => keysCommand(rest, options) },
   token: { ...COMMAND_SPECS.token, run: (rest, options, flags) => token(rest, options, flags) },
 };
 

@@ -218,6 +218,16 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
       "principals (comma-separated) who may decide approvals of other principals' steps that name them in `approvers`; a workflow's `approvers` alone grants nothing (default none: each execution's owner decides)",
   },
   {
+    name: 'WORKFLOWLOOKUP_RECORD_KEY',
+    description:
+      'Ed25519 private key (PEM, or the path of a PEM file) execution records are signed with; default: generated into the data dir (`record-keys.json`). Give every replica the same one',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_RECORD_PUBLIC_KEYS',
+    description:
+      'file of older public keys (JWKS or PEM) the server still publishes beside its own, so records they signed still verify after the configured key changed',
+  },
+  {
     name: 'WORKFLOWLOOKUP_CHECKS_FILE',
     description:
       'JSON or YAML file of the checks steps may name (`verify: {check}`) and the server runs; unset: no checks',

@@ -68,6 +68,8 @@ export function createRouter(base: string, c: Controllers) {
       }
       if (parts.length === 3 && third === 'events' && method === 'GET')
         return c.events.execution(ctx, second, params, req, res);
+      if (parts.length === 3 && third === 'record' && read)
+        return c.executions.record(ctx, second, params, res);
     }
     if (first === 'approvals' && (await c.approvals.route(ctx, parts.slice(1), req, res, params))) return;
     if (first === 'workflows' && parts.length === 1 && read) return c.workflows.list(ctx, res);

@@ -1,3 +1,4 @@
+import { fail } from '../engine/errors.js';
 import type { RequestableState } from '../engine/state-machine.js';
 import type { ApprovalRecord, StoreWriter } from '../store/execution-store.js';
 import { type Metrics, NO_METRICS } from '../telemetry/metrics.js';
@@ -16,6 +17,7 @@ import type {
 import type { ApprovalView, Caller, CurrentState, Outcome, StepOutput } from './execution-model.js';
 import { ExecutionQueries } from './execution-queries.js';
 import { StepMachine } from './execution-steps.js';
+import { digest, genesis, type RecordData } from './record-model.js';
 import { Starting } from './starting.js';
 import { StateChanges } from './state-changes.js';
 import { StepChecks } from './step-checks.js';
@@ -46,6 +48,7 @@ export class ExecutionService {
   private readonly approvals: Approvals;
   private readonly states: StateChanges;
   private readonly delegation: Delegation;
+  private readonly machine: StepMachine;
   private readonly metrics: Metrics;
 
   constructor(private readonly deps: ExecutionDeps) {
@@ -57,6 +60,7 @@ export class ExecutionService {
       allowedEnv: deps.allowedEnv ?? {},
       observe: deps.observe,
     });
+    this.machine = machine;
     const parts: ServiceParts = { deps, machine, now: () => deps.clock?.() ?? Date.now() };
     const commandPhase = new CommandPhase(machine, deps.commands);
     const outcomes = new StepOutcomes(parts);
@@ -201,6 +205,47 @@ export class ExecutionService {
   /** The current step with a usable token; an expired live token is replaced by a fresh one. */
   current(executionId: string, caller: Caller, outer?: StoreWriter): Promise<CurrentState> {
     return this.states.current(executionId, caller, outer);
+  }
+
+  /**
+   * What the execution's signed record states (src/record/ signs it): its chain of events, read in one
+   * transaction with the execution (an execution from before records gets its chain first), the
+   * definition it pinned and its artifacts by digest. `caller` null: the operator (the CLI on the data
+   * dir), who may read any principal's.
+   */
+  async record(executionId: string, caller: Caller | null): Promise<RecordData> {
+    const { machine } = this;
+    return this.deps.store.transaction(async (tx) => {
+      const exec = await tx.getExecution(executionId);
+      if (exec === undefined || (caller !== null && exec.principal !== caller.principal))
+        fail({ code: 'execution_not_found', message: 'Execution not found', executionId });
+      const events = await machine.recordOf(tx, exec);
+      const workflow = await machine.definition(exec, tx);
+      const created = events.find((e) => e.type === 'workflow_created')?.body;
+      const artifacts = (await tx.getArtifacts(executionId)).map((a) => ({
+        name: a.name,
+        step: a.step_name,
+        sha256: digest(a.content),
+      }));
+      const head = events.at(-1)?.hash ?? genesis(executionId);
+      return {
+        execution_id: exec.execution_id,
+        principal: exec.principal,
+        state: exec.state,
+        started_at: exec.started_at,
+        completed_at: exec.completed_at,
+        parent_id: exec.parent_id,
+        workflow: {
+          id: workflow.id,
+          version: workflow.version,
+          definition_sha256: exec.definition_hash,
+          ...(typeof created?.file_sha256 === 'string' ? { file_sha256: created.file_sha256 } : {}),
+        },
+        artifacts,
+        events,
+        head,
+      };
+    });
   }
 
   /** workflow_resume: runs command steps left pending (a crash, a wait), then reports the current step. */

@@ -343,6 +343,20 @@ export class StepMachine {
     await this.record.append(tx, exec, type, stepName, metadata);
   }
 
+  /**
+   * An event of the record alone, not of the telemetry (an output submitted: the telemetry already
+   * says the token was used; only the proof needs the output's digest).
+   */
+  async recordEvent(
+    tx: StoreWriter,
+    type: string,
+    exec: ExecutionRecord,
+    stepName: string | null,
+    body: Record<string, unknown>,
+  ): Promise<void> {
+    await this.record.append(tx, exec, type, stepName, body);
+  }
+
   /** The execution's record, in order (an execution from before records gets its chain first). */
   recordOf(tx: StoreWriter, exec: ExecutionRecord) {
     return this.record.read(tx, exec);

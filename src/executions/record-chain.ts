@@ -19,6 +19,8 @@ export const RECORDED = new Set([
   'artifact_stored',
   'workflow_state_transition',
   'workflow_completed',
+  'workflow_failed',
+  'http_request',
   'delegation_started',
   'child_ended',
   'delegation_joined',
@@ -26,7 +28,7 @@ export const RECORDED = new Set([
 ]);
 
 /** Metadata that is free text: the record keeps its digest under `<key>_sha256`, never the text. */
-const FREE_TEXT = new Set(['reason', 'prompt', 'message', 'issues', 'tail', 'details', 'summary']);
+const FREE_TEXT = new Set(['reason', 'prompt', 'message', 'issues', 'tail', 'details', 'summary', 'error']);
 
 /** What a record keeps of an event's metadata: everything but free text, which becomes a digest. */
 export function recordBody(metadata: Record<string, unknown> | null): Record<string, unknown> {

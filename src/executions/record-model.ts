@@ -59,6 +59,8 @@ export interface RecordData {
     version: string;
     /** sha256 of the pinned definition (the hash the execution pinned when it started). */
     definition_sha256: string;
+    /** sha256 of the workflow's file as it was read (differs from the pin when routines were expanded). */
+    file_sha256?: string;
   };
   /** The artifacts the execution stored, by digest. */
   artifacts: { name: string; step: string; sha256: string }[];

@@ -11,6 +11,7 @@ import type { ExecutionRecord, StoreWriter } from '../store/execution-store.js';
 import type { CommandPhase } from './command-phase.js';
 import type { ServiceParts, StartInput } from './execution-deps.js';
 import { type Caller, nowIso, type Outcome, type StepView } from './execution-model.js';
+import { digest } from './record-model.js';
 import type { StateChanges } from './state-changes.js';
 import { promptSteps, type StepOutcomes } from './step-outcomes.js';
 
@@ -126,7 +127,11 @@ export class Starting {
     await tx.insertExecution(exec);
     await this.machine.event(tx, 'workflow_created', exec, null, {
       workflow_name: workflow.id,
+      workflow_version: workflow.version,
       definition_hash: pin,
+      // What a verifier holding the workflow's file compares (the pin differs when routines were expanded).
+      file_sha256: spec.entry.hash,
+      inputs_sha256: digest(spec.context),
       ...(spec.parentId !== undefined ? { parent_id: spec.parentId } : {}),
     });
     await this.machine.transition(tx, exec, 'running');

@@ -20,6 +20,7 @@ import {
   type StepView,
   storedArtifact,
 } from './execution-model.js';
+import { digest } from './record-model.js';
 
 /** Completing, refusing and answering: what submitting and deciding both end with. */
 export class StepOutcomes {
@@ -149,11 +150,16 @@ export class StepOutcomes {
         size_bytes: Buffer.byteLength(content),
         metadata: artifact.metadata ?? null,
       });
-      await machine.event(tx, 'artifact_stored', exec, step.id, { artifact_id: id, name: artifact.name });
+      await machine.event(tx, 'artifact_stored', exec, step.id, {
+        artifact_id: id,
+        name: artifact.name,
+        sha256: digest(content),
+      });
     }
     await machine.event(tx, 'step_completed', exec, step.id, {
       seq: row.seq,
       duration_ms: row.duration_ms,
+      output_sha256: digest(output),
     });
     const view = await machine.enterStep(tx, exec, workflow, next);
     await tx.updateExecution(exec);

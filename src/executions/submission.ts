@@ -28,6 +28,7 @@ import {
   type StepOutput,
   withContextCheck,
 } from './execution-model.js';
+import { digest } from './record-model.js';
 import { type StepChecks, withCheck } from './step-checks.js';
 import type { StepOutcomes } from './step-outcomes.js';
 import type { TokenPayload } from './tokens.js';
@@ -236,6 +237,11 @@ export class Submission {
       }
       // This answer ends the token's check claim (the row is written by every branch below).
       const claimed = endClaim(row);
+      await machine.recordEvent(tx, 'output_submitted', exec, step.id, {
+        seq: row.seq,
+        attempt: payload.attempt,
+        output_sha256: digest(output),
+      });
       machine.refuseOwnedKeys(workflow, output.context, 'output.context');
       const context: Context = { ...exec.context, ...(output.context ?? {}) };
       // The regex and JSON Schema worker starts only for a step whose rules need it (see loadFor).

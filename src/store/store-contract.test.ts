@@ -27,6 +27,45 @@ for (const { adapter, skip } of ADAPTERS)
     };
 
     describe('records', () => {
+      it("appends an execution's record events in the transaction, in order, one per place; a second at a taken place fails", async () => {
+        const store = await fresh();
+        await seed(store, execution({ execution_id: 'r1' }));
+        const event = (n: number) => ({
+          execution_id: 'r1',
+          n,
+          type: n === 1 ? 'workflow_created' : 'step_completed',
+          at: at(n),
+          step: n === 1 ? null : 'one',
+          body: { seq: n, nested: { b: 1, a: [1, 'x'] } },
+          prev: `prev-${n}`,
+          hash: `hash-${n}`,
+          migrated: 0,
+        });
+        // Alone in its transaction (nothing else written), and beside other writes.
+        await store.transaction((tx) => tx.appendRecordEvent(event(1)));
+        await store.transaction(async (tx) => {
+          const exec = (await tx.getExecution('r1')) as ExecutionRecord;
+          await tx.updateExecution({ ...exec, updated_at: at(9) });
+          await tx.appendRecordEvent(event(2));
+          // Read back inside the transaction that wrote it.
+          expect((await tx.lastRecordEvent('r1'))?.n).toBe(2);
+        });
+        expect(await store.getRecordEvents('r1')).toEqual([event(1), event(2)]);
+        expect(await store.lastRecordEvent('r1')).toEqual(event(2));
+        expect(await store.lastRecordEvent('nobody')).toBeUndefined();
+        await expect(
+          store.transaction((tx) => tx.appendRecordEvent({ ...event(2), hash: 'other' })),
+        ).rejects.toThrow();
+        // A transaction that fails leaves no event behind.
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.appendRecordEvent(event(3));
+            throw new Error('rolled back');
+          }),
+        ).rejects.toThrow('rolled back');
+        expect((await store.getRecordEvents('r1')).map((e) => e.n)).toEqual([1, 2]);
+      });
+
       it("keeps a child's parent, lists a parent's children, and counts a principal's open children", async () => {
         const store = await fresh();
         const parent = execution({ execution_id: 'p1' });

@@ -6,7 +6,14 @@ import { nearestNames } from '../../engine/nearest.js';
 import type { RequestableState } from '../../engine/state-machine.js';
 import type { ExecutionQueries } from '../../executions/execution-queries.js';
 import { versionOf } from '../live.js';
-import { ACTIONS, type Action, executionPage, NOTICES, type Notice } from '../pages/execution-page.js';
+import {
+  ACTIONS,
+  type Action,
+  executionPage,
+  NOTICES,
+  type Notice,
+  type RecordStatus,
+} from '../pages/execution-page.js';
 import { AGES, type Age, executionsPage, type ListFilter, type ListView } from '../pages/executions-page.js';
 import type { PageContext } from '../pages/page-kit.js';
 import { lookingAt, one, parseCursor, parseStates, WORKFLOW_ID } from '../params.js';
@@ -25,6 +32,22 @@ const notFound = (error: unknown, id: string): never => {
 
 export function executionsController({ app, queries, live, forms, send, redirect, path }: ControllerDeps) {
   const { registry } = app.services;
+
+  /** Whether the execution's record, signed now, verifies against the keys the server publishes. */
+  async function recordVerdict(id: string, caller: { principal: string }): Promise<RecordStatus['verdict']> {
+    try {
+      const { records } = app.services;
+      const result = records.check(await records.signed(id, caller));
+      if (!result.ok) return { ok: false, text: result.failure };
+      const v = result.verified;
+      return {
+        ok: true,
+        text: `${v.events} events chained${v.migrated > 0 ? ` (${v.migrated} made from older telemetry)` : ''}, signed by key ${v.keyid.slice(0, 16)}…`,
+      };
+    } catch (error) {
+      return { ok: false, text: `the record cannot be signed here: ${(error as Error).message}` };
+    }
+  }
 
   /**
    * The search box: an execution id the viewer may see opens it; a workflow id or name (or part of one)
@@ -155,6 +178,7 @@ export function executionsController({ app, queries, live, forms, send, redirect
         .executionPage(id, caller, { telemetry: TELEMETRY_SHOWN })
         .catch((error: unknown) => notFound(error, id));
       const { head, detail, progress, history, artifacts, telemetry, family } = page;
+      const others = caller.principal !== ctx.viewer.principal ? { principal: caller.principal } : {};
       send(
         res,
         200,
@@ -166,11 +190,31 @@ export function executionsController({ app, queries, live, forms, send, redirect
           telemetry,
           family,
           version: versionOf(head),
+          record: {
+            href: path(`/executions/${encodeURIComponent(id)}/record`, others),
+            verdict: await recordVerdict(id, caller),
+          },
           confirm: confirm !== undefined && Object.hasOwn(ACTIONS, confirm) ? (confirm as Action) : undefined,
           notice: notice !== undefined && Object.hasOwn(NOTICES, notice) ? (notice as Notice) : undefined,
           csrf: forms.issue(ctx.viewer.principal),
         }),
       );
+    },
+
+    /** The execution's signed record, as a file to keep (the same bundle `workflowlookup record` writes). */
+    async record(ctx: PageContext, id: string, params: URLSearchParams, res: ServerResponse) {
+      const caller = { principal: lookingAt(ctx.viewer, one(params, 'principal')) };
+      const bundle = await app.services.records
+        .signed(id, caller)
+        .catch((error: unknown) => notFound(error, id));
+      const body = `${JSON.stringify(bundle, null, 2)}\n`;
+      res.writeHead(200, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-disposition': `attachment; filename="record-${id}.sigstore.json"`,
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff',
+      });
+      res.end(body);
     },
 
     /** Pause, resume or abandon, through the service (the same rules as the tools), then back to the page. */

@@ -75,9 +75,23 @@ export interface DetailView {
   family: FamilyView;
   /** The execution's version (see live.ts), for live updates. */
   version: string;
+  /** Its signed record: where to download it, and whether it verifies against the published keys. */
+  record: RecordStatus;
   confirm?: Action | undefined;
   notice?: Notice | undefined;
   csrf: string;
+}
+
+export interface RecordStatus {
+  href: string;
+  /** What verifying the record said, in words: its events and key, or the first failure. */
+  verdict: { ok: boolean; text: string };
+}
+
+function recordSection(view: DetailView): SafeHtml {
+  const { href, verdict } = view.record;
+  return html`<p><a href="${href}" download>Download the signed record</a> <span class="muted">(a Sigstore bundle; check it anywhere with <code>workflowlookup verify</code>)</span></p>
+<p class="${verdict.ok ? 'verifies' : 'fails'}">${verdict.ok ? 'Verifies: ' : 'Does not verify: '}${verdict.text}</p>`;
 }
 
 /** Telemetry events of one step record: by the seq they carry, else by step name and time. */
@@ -382,6 +396,7 @@ ${notice}
 <section id="children" class="children" data-region${view.family.delegations.length === 0 ? html` hidden` : ''}>${childrenSection(ctx, view)}</section>
 <section id="timeline" data-region><h2>Steps</h2>${timeline(ctx, view)}</section>
 <section id="artifacts" data-region><h2>Artifacts</h2>${artifactsSection(ctx, view.artifacts)}</section>
+<section id="record" data-region><h2>Record</h2>${recordSection(view)}</section>
 <section id="context" data-region><h2>Context</h2><details><summary>Variables the conditions read</summary>${details(ctx, detail.context)}</details>
 ${'final_output' in detail ? html`<h3>Final output</h3>${details(ctx, detail.final_output)}` : ''}</section>
 <section id="telemetry" data-region><h2>Telemetry</h2>${telemetrySection(ctx, view.telemetry)}</section>`;

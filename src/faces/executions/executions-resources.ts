@@ -3,6 +3,7 @@ import type { Caller } from '../../executions/execution-model.js';
 import type { FamilyView } from '../../executions/execution-queries.js';
 import type { ExecutionService } from '../../executions/execution-service.js';
 import { isPromptStep, type Workflow } from '../../model/workflow.js';
+import type { Records } from '../../record/records.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';
 import type { ResourceDefinition } from '../resource.js';
 import { appViewResource } from './app-view.js';
@@ -62,6 +63,7 @@ export function executionResources(
   registry: WorkflowRegistry,
   service: () => Promise<ExecutionService>,
   viewHtml: () => Promise<string>,
+  records: Records,
 ): ResourceDefinition[] {
   const queries = async () => (await service()).queries;
   const recentIds = async (prefix: string, caller: Caller) =>
@@ -172,6 +174,12 @@ export function executionResources(
       'Step history',
       'Every step handed out, with outputs',
       async (id, caller) => (await queries()).history(id, caller),
+    ),
+    executionTemplate(
+      'execution_record',
+      'Signed record',
+      "The execution's signed, tamper-evident record (a Sigstore bundle: an in-toto statement in a DSSE envelope, docs/records.md), to attach to a pull request; `workflowlookup verify` checks it",
+      async (id, caller) => records.signed(id, caller),
     ),
     executionTemplate(
       'workflow_artifacts',

@@ -109,9 +109,12 @@ function nameOf(text: string): string {
 }
 
 /** The port's operations without row locks or held-back writes: on the pool, or in a read snapshot. */
-function poolOperations(run: Run): StoreWriter {
+function poolOperations(run: Run, parents?: Map<string, string | null>): StoreWriter {
   const query: SqlSession['query'] = ({ text, values }) => run(nameOf(text), text, values);
-  return sqlOperations({ query, write: writeNow(POSTGRES, query), locking: false }, POSTGRES);
+  return sqlOperations(
+    { query, write: writeNow(POSTGRES, query), locking: false, ...(parents ? { parents } : {}) },
+    POSTGRES,
+  );
 }
 
 const isSerializationFailure = (error: unknown) => {
@@ -197,7 +200,7 @@ export class PostgresExecutionStore implements ExecutionStore {
         throw this.storageError(error);
       }
     };
-    this.reads = poolOperations(read);
+    this.reads = poolOperations(read, this.parents);
     this.listener = new NotificationListener({
       url,
       channels: [EXECUTIONS_CHANNEL, RUNTIME_CHANNEL],

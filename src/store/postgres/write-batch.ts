@@ -4,6 +4,7 @@ import {
   type ColumnKind,
   DEFINITIONS,
   EXECUTIONS,
+  RECORD_EVENTS,
   type Row,
   STEPS,
   SUBMISSIONS,
@@ -33,6 +34,7 @@ const PARTS: readonly (readonly [TableSpec<never>, Op])[] = [
   [APPROVALS as TableSpec<never>, 'insert'],
   [APPROVALS as TableSpec<never>, 'update'],
   [TELEMETRY as TableSpec<never>, 'insert'],
+  [RECORD_EVENTS as TableSpec<never>, 'insert'],
 ];
 
 const RECORD_TYPE: Record<ColumnKind, string> = {
@@ -115,6 +117,11 @@ export class WriteBatch {
   take(): Statement | undefined {
     if (this.empty) return undefined;
     const present = PARTS.filter(([spec, op]) => this.parts.has(`${spec.table} ${op}`));
+    // A write of a table this batch does not know would be dropped without a word: never.
+    if (present.length < this.parts.size)
+      throw new Error(
+        `the write batch has no statement for ${[...this.parts.keys()].filter((k) => !present.some(([spec, op]) => `${spec.table} ${op}` === k)).join(', ')}; add it to PARTS`,
+      );
     const values: unknown[] = [];
     const ctes = present.map(([spec, op], i) => {
       const rows = this.parts.get(`${spec.table} ${op}`)?.rows ?? [];

@@ -138,16 +138,18 @@ export function sqlOperations(session: SqlSession, d: SqlDialect): StoreWriter {
   // once on different replicas from deadlocking with the join that abandons them (PostgreSQL would break
   // the cycle only after deadlock_timeout, by failing one of them).
   const locked = new Set<string>();
+  const remember = (id: string, parent: string | null) => {
+    if (session.parents === undefined) return;
+    if (session.parents.size >= PARENTS_REMEMBERED) session.parents.clear();
+    session.parents.set(id, parent);
+  };
   const parentOf = async (id: string): Promise<string | null> => {
     const known = session.parents?.get(id);
     if (known !== undefined) return known;
     const row = await first(sql.parentOf, [id], EXEC);
     if (row === undefined) return null;
     const parent = (row.parent_id as string | null) ?? null;
-    if (session.parents !== undefined) {
-      if (session.parents.size >= PARENTS_REMEMBERED) session.parents.clear();
-      session.parents.set(id, parent);
-    }
+    remember(id, parent);
     return parent;
   };
   const lockAncestors = async (id: string, depth: number): Promise<void> => {
@@ -163,8 +165,11 @@ export function sqlOperations(session: SqlSession, d: SqlDialect): StoreWriter {
     getExecution: async (id) => {
       if (session.locking && !locked.has(id)) await lockAncestors(id, 0);
       const row = await first(session.locking ? sql.lockExecution : sql.getExecution, [id], EXEC);
-      if (session.locking && row !== undefined) locked.add(id);
-      return row ? toExecution(row) : undefined;
+      if (row === undefined) return undefined;
+      if (session.locking) locked.add(id);
+      const exec = toExecution(row);
+      remember(id, exec.parent_id);
+      return exec;
     },
     listExecutions: async (filter) => {
       const q = listQuery(d, filter);
@@ -228,7 +233,10 @@ export function sqlOperations(session: SqlSession, d: SqlDialect): StoreWriter {
     pinDefinition: (hash, workflowId, content) =>
       write(DEFINITIONS, 'insert', { hash, workflow_id: workflowId, content, created_at: now() }),
     importDefinition: (record) => write(DEFINITIONS, 'insert', record),
-    insertExecution: (record) => write(EXECUTIONS, 'insert', record),
+    insertExecution: (record) => {
+      remember(record.execution_id, record.parent_id);
+      return write(EXECUTIONS, 'insert', record);
+    },
     updateExecution: (record) => write(EXECUTIONS, 'update', record),
     insertStep: (record) => write(STEPS, 'insert', record),
     updateStep: (record) => write(STEPS, 'update', record),
