@@ -305,6 +305,23 @@ describe.skipIf(server.url === undefined)(
       });
       expect(next.error).toBeUndefined();
       expect(next.result).toMatchObject({ success: true, step_name: 'implement' });
+      // The record moved with the execution: the chain begun on SQLite goes on on PostgreSQL, unbroken.
+      const signed = run(['record', started.execution_id as string], {
+        ...withSecret,
+        WORKFLOWLOOKUP_DATA_DIR: sqlite,
+      });
+      expect(signed.code, signed.stderr).toBe(0);
+      const statement = JSON.parse(
+        Buffer.from(JSON.parse(signed.stdout).dsseEnvelope.payload, 'base64').toString('utf8'),
+      );
+      const types = statement.predicate.events.map((e: { type: string }) => e.type);
+      expect(types[0]).toBe('workflow_created');
+      expect(types).toContain('output_submitted');
+      const recordFile = join(sb.root, 'record.json');
+      writeFileSync(recordFile, signed.stdout);
+      const verified = run(['verify', recordFile], { ...withSecret, WORKFLOWLOOKUP_DATA_DIR: sqlite });
+      expect(verified.code, verified.stderr).toBe(0);
+      expect(verified.stdout).toContain(`${statement.predicate.event_count} events chained, head`);
     });
 
     it('--new-tokens imports anyway, and an export without a header (older versions) still imports', async () => {
