@@ -1,9 +1,12 @@
+import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { trustedKeysFrom } from '../src/record/keys.js';
+import { verifyRecord } from '../src/record/verify.js';
 import { delegationFacts, delegationProblems, type Query, sqliteQuery } from './helpers/delegation-checks.js';
 import { recordReliability } from './helpers/reliability.js';
-import { FIXTURES, RawServer, type Sandbox, tokenOf } from './helpers/server.js';
+import { CLI, FIXTURES, RawServer, type Sandbox, tokenOf } from './helpers/server.js';
 import { apiSandbox, type TasksApi } from './helpers/tasks-api.js';
 
 type Json = Record<string, any>;
@@ -90,6 +93,11 @@ let ids = 0;
 async function rpc(s: RawServer, method: string, params: Json): Promise<Json> {
   const res = await s.request(`r${ids++}`, method, params);
   return res.error ? { error: res.error } : (res.result as Json);
+}
+
+/** The CLI on the soak's data dir (the server is stopped first: nothing else writes meanwhile). */
+function cli(args: string[]) {
+  return spawnSync(process.execPath, [CLI, ...args], { env: sb.env, cwd: sb.project, encoding: 'utf8' });
 }
 
 async function server(): Promise<RawServer> {
@@ -452,6 +460,18 @@ describe('kill soak', () => {
       db.close();
     }
     s.kill();
+    // Each parent's record, chained in the same transactions the kills cut short, is one unbroken chain:
+    // what a killed transaction appended went with it, what committed stayed.
+    const trusted = trustedKeysFrom(cli(['keys']).stdout, 'keys');
+    for (const p of parents.slice(0, 6)) {
+      const exported = cli(['record', p.id]);
+      expect(exported.status, exported.stderr).toBe(0);
+      expect(
+        verifyRecord(exported.stdout, { keys: trusted, execution: p.id, require: ['completed'] }),
+      ).toMatchObject({
+        ok: true,
+      });
+    }
     // A command step killed in flight was re-sent with the same Idempotency-Key: one key per logical call.
     const keys = new Map<string, Set<string>>();
     for (const r of api.requests.filter((q) => q.url.startsWith('/api/tasks/'))) {

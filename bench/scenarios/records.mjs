@@ -25,7 +25,8 @@ async function session(cli, env) {
   server.notify('notifications/initialized');
   const call = async (name, args) => {
     const res = await server.request('tools/call', { name, arguments: args });
-    if (res.error || res.result.isError) throw new Error(`${name} failed: ${JSON.stringify(res).slice(0, 400)}`);
+    if (res.error || res.result.isError)
+      throw new Error(`${name} failed: ${JSON.stringify(res).slice(0, 400)}`);
     return res.result.structuredContent;
   };
   const started = await call('workflow_start', { workflow_name: 'bench-loop', context: { more: true } });
@@ -90,9 +91,13 @@ export async function run(ctx) {
     // Each step chains output_submitted and step_completed (and the first, workflow_created and more).
     for (let i = 0; i < 520; i++) await s.step(i);
     const read = async () =>
-      s.server.request('resources/read', { uri: `workflowlookup://workflow/execution_record/${s.executionId}` });
+      s.server.request('resources/read', {
+        uri: `workflowlookup://workflow/execution_record/${s.executionId}`,
+      });
     const status = async () =>
-      s.server.request('resources/read', { uri: `workflowlookup://workflow/workflow_status/${s.executionId}` });
+      s.server.request('resources/read', {
+        uri: `workflowlookup://workflow/workflow_status/${s.executionId}`,
+      });
     const time = async (work, n) => {
       const samples = [];
       for (let i = 0; i < n; i++) {
@@ -116,7 +121,10 @@ export async function run(ctx) {
   const events = JSON.parse(Buffer.from(JSON.parse(record).dsseEnvelope.payload, 'base64').toString('utf8'))
     .predicate.event_count;
   const cliEnv = { ...process.env, ...env };
-  const verifyMs = timeIt(() => execFileSync(process.execPath, [ctx.cli, 'verify', file], { env: cliEnv }), 5);
+  const verifyMs = timeIt(
+    () => execFileSync(process.execPath, [ctx.cli, 'verify', file], { env: cliEnv }),
+    5,
+  );
   const startMs = timeIt(() => execFileSync(process.execPath, [ctx.cli, '--version'], { env: cliEnv }), 5);
   return {
     chaining,
