@@ -362,7 +362,12 @@ export class WorkflowRegistry {
    * and the broken files are reported beside the list until a later commit is served. Clients are told
    * (onChange) when what is served or reported changed.
    */
-  async useCheckout(source: WorkflowSource, checkout: GitCheckout): Promise<CheckoutOutcome> {
+  async useCheckout(
+    source: WorkflowSource,
+    checkout: GitCheckout,
+    /** Files refused before the checkout was written (relative paths, with why): the commit is broken. */
+    refusedFiles: { path: string; violation: Violation }[] = [],
+  ): Promise<CheckoutOutcome> {
     await this.ready();
     let outcome: CheckoutOutcome = { outcome: 'served' };
     this.refreshing = this.refreshing.then(async () => {
@@ -372,7 +377,10 @@ export class WorkflowRegistry {
         outcome = { outcome: 'not-checked', files: [...unchecked].sort() };
         return;
       }
-      const broken = [...next.values()].flatMap((f) => (f.entry.status === 'broken' ? [f.entry] : []));
+      const broken = [
+        ...refusedFiles.map((f) => brokenEntry(join(checkout.dir, f.path), 'git', [f.violation])),
+        ...[...next.values()].flatMap((f) => (f.entry.status === 'broken' ? [f.entry] : [])),
+      ];
       if (broken.length > 0) {
         // Named by repository, commit and path: the folder they were read from is removed.
         const named = broken.map((b) => ({

@@ -217,24 +217,29 @@ export class GitSources {
       const checkouts = join(source.dir, CHECKOUTS);
       await mkdir(checkouts, { recursive: true });
       const dir = join(checkouts, commit);
-      if (!existsSync(dir)) {
-        const staging = join(work, 'checkout');
-        await materialize(join(work, 'repo.git'), commit, spec.subdir, staging, {
-          protocols: this.options.protocols,
-          timeoutMs: this.options.timeoutMs,
-          maxBytes: this.options.maxBytes,
-        });
-        // Another process may have written the same commit meanwhile: either copy is the commit.
+      const staging = join(work, 'checkout');
+      const { outward } = await materialize(join(work, 'repo.git'), commit, spec.subdir, staging, {
+        protocols: this.options.protocols,
+        timeoutMs: this.options.timeoutMs,
+        maxBytes: this.options.maxBytes,
+      });
+      // Another process may have written the same commit meanwhile: either copy is the commit.
+      if (!existsSync(dir))
         await rename(staging, dir).catch((error: NodeJS.ErrnoException) => {
           if (!existsSync(dir)) throw error;
         });
-      }
-      const outcome = await registry.useCheckout(source, {
-        dir,
-        repository: spec.url,
-        ref: spec.ref,
-        commit,
-      });
+      const outcome = await registry.useCheckout(
+        source,
+        { dir, repository: spec.url, ref: spec.ref, commit },
+        outward.map((path) => ({
+          path,
+          violation: {
+            path: '',
+            rule: 'symlink',
+            message: 'a symbolic link that leaves the checkout; links that leave it are never followed',
+          },
+        })),
+      );
       if (outcome.outcome === 'served') {
         state.good = { commit, at: this.now() };
         delete state.broken;

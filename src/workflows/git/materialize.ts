@@ -17,7 +17,7 @@ export async function materialize(
   subdir: string,
   target: string,
   options: { protocols: readonly string[]; timeoutMs: number; maxBytes: number },
-): Promise<{ files: number }> {
+): Promise<{ files: number; outward: string[] }> {
   const base = { protocols: options.protocols, timeoutMs: options.timeoutMs };
   const listing = await runGit({
     ...base,
@@ -64,14 +64,26 @@ export async function materialize(
     base,
   );
   await mkdir(target, { recursive: true });
+  const outward: string[] = [];
   for (const file of wanted) {
     const bytes = blobs.get(file.oid) as Buffer;
     const path = join(target, ...file.path.split('/'));
-    await mkdir(dirname(path), { recursive: true });
-    if (file.link) await symlink(bytes.toString('utf8'), path);
-    else await writeFile(path, bytes, { mode: 0o644 });
+    if (file.link) {
+      // Judged by its text, before it exists: a link out of the folder (even to nothing yet) is never written.
+      const to = bytes.toString('utf8');
+      const resolved = posix.normalize(posix.join(posix.dirname(file.path), to));
+      if (posix.isAbsolute(to) || resolved === '..' || resolved.startsWith('../') || to.includes('\0')) {
+        outward.push(file.path);
+        continue;
+      }
+      await mkdir(dirname(path), { recursive: true });
+      await symlink(to, path);
+    } else {
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, bytes, { mode: 0o644 });
+    }
   }
-  return { files: wanted.length };
+  return { files: wanted.length, outward };
 }
 
 /** The contents of blobs, by id, in one `git cat-file --batch`. */
