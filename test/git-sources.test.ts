@@ -10,6 +10,7 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import type { Logger } from '../src/telemetry/log.js';
 import { createPrometheus } from '../src/telemetry/prometheus.js';
 import { metricSources } from '../src/transports/observability.js';
+import { raw, startDashboard } from './helpers/dashboard.js';
 import { GitRepo, hangingServer, smartHttp, workflowYaml } from './helpers/git.js';
 import { inProcessClient } from './helpers/in-process.js';
 import { CLI, callTool, RawServer, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
@@ -155,6 +156,19 @@ describe('git sources: sync from a local bare repository', () => {
     expect(shown.stdout).toContain(`${repo.remote}@${bad}:b.yaml`);
     const listedByCli = await cli(['list', '--json'], env);
     expect(JSON.parse(listedByCli.stdout).broken).toEqual([expect.objectContaining({ source: 'git' })]);
+
+    // The dashboard's Workflows page: the source, its commit, the refused commit and its broken file.
+    const dash = await startDashboard(sb, { WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false', ...env });
+    cleanups.push(async () => {
+      await dash.stop();
+    });
+    const get = (path: string) => raw(dash.port, path, { headers: { host: `127.0.0.1:${dash.port}` } });
+    const page = (await get('/workflows')).body;
+    expect(page).toContain(`${repo.remote}#main:wf`);
+    expect(page).toContain(`Commit <code>${good}</code>`);
+    expect(page).toContain(`Refused commit <code>${bad}</code>`);
+    expect(page).toContain(`${repo.remote}@${bad}:b.yaml`);
+    expect((await get('/workflows/alpha')).body).toContain(`commit <code>${good}</code>`);
 
     // The fix is served, and the report goes away.
     const fixed = repo.commit({ 'wf/b.yaml': workflowYaml('beta', 'Beta') }, 'fix');
