@@ -68,8 +68,11 @@ export interface WorkflowSummary {
   description: string;
   category: string;
   version: string;
-  /** A workflow from a git source: its repository, ref and commit. */
-  source?: GitProvenance;
+  /**
+   * A workflow from a git source: the key (`git:<source id>`) of its repository, ref and commit in the
+   * listing's `git_sources` (one entry per source, so a thousand workflows do not repeat them).
+   */
+  source?: string;
 }
 
 /** The file actually read (a link inside the source dir is resolved), with what identifies its version. */
@@ -107,6 +110,8 @@ export interface RegistryCounts {
 export interface Listing {
   workflows: WorkflowSummary[];
   broken: { file: string; source: SourceKind; id?: string; violations: Violation[] }[];
+  /** The repository, ref and commit of each git source a listed workflow comes from, by its key. */
+  git_sources?: Record<string, GitProvenance>;
 }
 
 interface View {
@@ -701,6 +706,8 @@ export class WorkflowRegistry {
   private rebuild(): void {
     const byId = new Map<string, RegistryEntry>();
     const broken: BrokenWorkflow[] = [];
+    const gitKeys = new Map<string, string>();
+    const gitSources: Record<string, GitProvenance> = {};
     for (const source of this.sources) {
       const files = [...(this.files.get(source.dir)?.values() ?? [])].sort((a, b) =>
         a.entry.file < b.entry.file ? -1 : 1,
@@ -748,6 +755,7 @@ export class WorkflowRegistry {
         }
         seenHere.set(id, entry.file);
         byId.set(id, entry);
+        if (source.git !== undefined) gitKeys.set(entry.file, `git:${source.git.id}`);
       }
     }
     const routineOf = (templateId: string) => {
@@ -772,8 +780,12 @@ export class WorkflowRegistry {
         description: w.description,
         category: w.category ?? DEFAULT_CATEGORY,
         version: w.version,
-        ...(entry.provenance !== undefined ? { source: entry.provenance } : {}),
       });
+      const key = gitKeys.get(entry.file);
+      if (key !== undefined && entry.provenance !== undefined) {
+        (summaries.at(-1) as WorkflowSummary).source = key;
+        gitSources[key] = entry.provenance;
+      }
     }
     summaries.sort((a, b) => (a.id < b.id ? -1 : 1));
     for (const refused of this.refused.values()) broken.push(...refused);
@@ -786,6 +798,7 @@ export class WorkflowRegistry {
         ...(id !== undefined ? { id } : {}),
         violations,
       })),
+      ...(Object.keys(gitSources).length > 0 ? { git_sources: gitSources } : {}),
     };
     this.view = { byId, listing };
   }

@@ -233,6 +233,7 @@ export function guidanceTools({
         return {
           workflows,
           broken: after === undefined ? all.broken : [],
+          ...(all.git_sources !== undefined ? { git_sources: all.git_sources } : {}),
           ...(start + size < all.workflows.length && last ? { next_cursor: encodeCursor(last.id) } : {}),
         };
       },

@@ -82,6 +82,8 @@ export class GitSources {
   private readonly watcher = new DirectoryWatcher((dir) => this.onStateChange(dir));
   private closed = false;
   private started = false;
+  /** Stops every git still running when the sources close. */
+  private readonly stop = new AbortController();
 
   constructor(
     readonly sources: readonly WorkflowSource[],
@@ -158,6 +160,7 @@ export class GitSources {
 
   close(): void {
     this.closed = true;
+    this.stop.abort();
     this.watcher.close();
     for (const timer of this.timers.splice(0)) clearInterval(timer);
   }
@@ -200,7 +203,11 @@ export class GitSources {
     await mkdir(source.dir, { recursive: true });
     const work = await mkdtemp(join(source.dir, 'fetch-'));
     try {
-      const commit = await this.fetch(spec, work);
+      // Asking the remote where the ref points costs no pack: most syncs end here, nothing new.
+      const advertised = isCommitHash(spec.ref) ? spec.ref : await this.remoteCommit(spec);
+      const known =
+        advertised !== undefined && (advertised === served?.commit || advertised === state.broken?.commit);
+      const commit = known ? advertised : await this.fetch(spec, work);
       state.lastSync = this.now();
       delete state.lastError;
       if (commit === served?.commit) {
@@ -222,6 +229,7 @@ export class GitSources {
         protocols: this.options.protocols,
         timeoutMs: this.options.timeoutMs,
         maxBytes: this.options.maxBytes,
+        signal: this.stop.signal,
       });
       // Another process may have written the same commit meanwhile: either copy is the commit.
       if (!existsSync(dir))
@@ -272,6 +280,8 @@ export class GitSources {
       return { outcome: 'broken', commit, files: outcome.broken.length };
     } catch (error) {
       const message = this.scrub(error instanceof Error ? error.message : String(error));
+      // Stopped because the server is closing: not the remote's fault, and nothing to report next time.
+      if (this.closed) return { outcome: 'error', error: message };
       state.lastSync = this.now();
       state.lastError = message;
       await this.save(source, state).catch(() => undefined);
@@ -289,7 +299,11 @@ export class GitSources {
    */
   private async fetch(spec: GitSourceSpec, work: string): Promise<string> {
     const gitDir = join(work, 'repo.git');
-    const common = { protocols: this.options.protocols, timeoutMs: this.options.timeoutMs };
+    const common = {
+      protocols: this.options.protocols,
+      timeoutMs: this.options.timeoutMs,
+      signal: this.stop.signal,
+    };
     await runGit({ ...common, args: ['init', '--bare', '--quiet', gitDir] });
     const { maxBytes } = this.options;
     try {
@@ -319,8 +333,7 @@ export class GitSources {
         },
       });
     } catch (error) {
-      if (error instanceof GitRunError && error.reason === 'timeout')
-        throw new Error(`the remote did not answer within ${Math.round(this.options.timeoutMs / 1000)} s`);
+      if (error instanceof GitRunError && error.reason === 'timeout') throw this.timedOut();
       throw error;
     }
     if ((await sizeOf(gitDir)) > maxBytes)
@@ -332,6 +345,40 @@ export class GitSources {
     const commit = out.toString('utf8').trim();
     if (!isCommitHash(commit)) throw new Error(`the ref ${spec.ref} does not name a commit`);
     return commit;
+  }
+
+  /**
+   * The commit the remote's ref points to, from `git ls-remote` (a branch, the peeled commit of a tag,
+   * or HEAD); undefined when it cannot be told (the fetch then says what is wrong).
+   */
+  private async remoteCommit(spec: GitSourceSpec): Promise<string | undefined> {
+    const out = await runGit({
+      protocols: this.options.protocols,
+      timeoutMs: this.options.timeoutMs,
+      signal: this.stop.signal,
+      authorization: this.options.authorization(spec),
+      args: ['ls-remote', '--', spec.url, spec.ref],
+    }).catch((error: unknown) => {
+      if (error instanceof GitRunError && error.reason === 'timeout') throw this.timedOut();
+      throw error;
+    });
+    const refs = new Map<string, string>();
+    for (const line of out.toString('utf8').split('\n')) {
+      const [oid, name] = line.trim().split('\t');
+      if (oid !== undefined && name !== undefined && isCommitHash(oid)) refs.set(name, oid);
+    }
+    if (spec.ref === 'HEAD') return refs.get('HEAD');
+    return (
+      refs.get(`refs/tags/${spec.ref}^{}`) ??
+      refs.get(`refs/heads/${spec.ref}`) ??
+      refs.get(`refs/tags/${spec.ref}`) ??
+      refs.get(`refs/${spec.ref}`) ??
+      refs.get(spec.ref)
+    );
+  }
+
+  private timedOut(): Error {
+    return new Error(`the remote did not answer within ${Math.round(this.options.timeoutMs / 1000)} s`);
   }
 
   /** Removes checkouts no one serves: all but the commits named (the new one and the one before). */

@@ -16,9 +16,9 @@ export async function materialize(
   commit: string,
   subdir: string,
   target: string,
-  options: { protocols: readonly string[]; timeoutMs: number; maxBytes: number },
+  options: { protocols: readonly string[]; timeoutMs: number; maxBytes: number; signal?: AbortSignal },
 ): Promise<{ files: number; outward: string[] }> {
-  const base = { protocols: options.protocols, timeoutMs: options.timeoutMs };
+  const base = { protocols: options.protocols, timeoutMs: options.timeoutMs, signal: options.signal };
   const listing = await runGit({
     ...base,
     args: [
@@ -90,7 +90,7 @@ export async function materialize(
 async function readBlobs(
   gitDir: string,
   oids: string[],
-  base: { protocols: readonly string[]; timeoutMs: number },
+  base: { protocols: readonly string[]; timeoutMs: number; signal?: AbortSignal | undefined },
 ): Promise<Map<string, Buffer>> {
   const blobs = new Map<string, Buffer>();
   const unique = [...new Set(oids)];

@@ -26,6 +26,8 @@ export interface GitRun {
   poll?: () => Promise<string | undefined>;
   /** Largest stdout kept; more fails the run. */
   maxStdoutBytes?: number;
+  /** Aborted: git is killed (the server is closing; a fetch is never left running behind it). */
+  signal?: AbortSignal | undefined;
 }
 
 export class GitRunError extends Error {
@@ -96,6 +98,9 @@ export function runGit(run: GitRun): Promise<Buffer> {
         child.kill('SIGKILL');
       }
     };
+    const abandon = () => kill(new GitRunError('git was stopped: the server is closing', 'timeout'));
+    if (run.signal?.aborted) abandon();
+    run.signal?.addEventListener('abort', abandon, { once: true });
     const timer = setTimeout(
       () =>
         kill(new GitRunError(`git did not finish within ${Math.round(run.timeoutMs / 1000)} s`, 'timeout')),
@@ -134,6 +139,7 @@ export function runGit(run: GitRun): Promise<Buffer> {
     });
     child.on('close', (code) => {
       clearTimeout(timer);
+      run.signal?.removeEventListener('abort', abandon);
       if (poller !== undefined) clearInterval(poller);
       if (failure !== undefined) reject(failure);
       else if (code !== 0) reject(new GitRunError(lastLines(err) || `git exited with ${code}`, 'failed'));
