@@ -223,6 +223,51 @@ describe('git sources: sync from a local bare repository', () => {
     expect((await s.call('workflow_list')).workflows.map((w: Json) => w.id)).toEqual(['flow']);
   });
 
+  it('a running server fetches at start, and serves what `workflowlookup sources sync` fetched meanwhile', async () => {
+    sb = sandbox();
+    const repo = new GitRepo(sb.root);
+    const first = repo.commit({ 'wf/a.yaml': workflowYaml('alpha', 'Alpha') });
+    repo.push();
+    const env = {
+      WORKFLOWLOOKUP_GIT_SOURCES: `${repo.remote}#main:wf`,
+      WORKFLOWLOOKUP_GIT_SYNC_INTERVAL: '0',
+    };
+    const { Client: SdkClient } = await import('@modelcontextprotocol/client');
+    const client: Client = new SdkClient({ name: 'git-test', version: '1.0.0' });
+    let changes = 0;
+    client.setNotificationHandler('notifications/resources/list_changed', () => {
+      changes++;
+    });
+    // As `serve` runs it: watching, and fetching on its own once a client is in.
+    const session = await inProcessClient(
+      sb,
+      { WORKFLOWLOOKUP_INCLUDE_BUNDLED: 'false', ...env },
+      { client, app: { watch: true } },
+    );
+    cleanups.push(() => session.close());
+    const call = (name: string, args: Json = {}) => callTool(client, name, args);
+    await call('workflow_list');
+    const [source] = session.app.services.gitSources.sources;
+    // The start-up fetch (already under way: this waits for the same one).
+    expect(await session.app.services.gitSources.sync(source as never)).toEqual({
+      outcome: 'updated',
+      commit: first,
+    });
+    expect(provenance(await call('workflow_list'))).toEqual([['alpha', first]]);
+
+    const second = repo.commit({ 'wf/b.yaml': workflowYaml('beta', 'Beta') });
+    repo.push();
+    const before = changes;
+    const synced = await cli(['sources', 'sync'], env);
+    expect(synced.stdout).toContain(`updated: ${second}`);
+    // The server sees the new state in the data dir (a watch, no timer): wait for its list_changed.
+    for (let i = 0; i < 200 && changes === before; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(provenance(await call('workflow_list'))).toEqual([
+      ['alpha', second],
+      ['beta', second],
+    ]);
+  });
+
   it('a symbolic link that leaves the checkout refuses the commit', async () => {
     sb = sandbox();
     const secret = join(sb.root, 'secret.yaml');
