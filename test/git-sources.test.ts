@@ -213,6 +213,9 @@ describe('git sources: sync from a local bare repository', () => {
     const store = await s.app.services.store();
     const record = await store.getExecution(started.execution_id);
     expect(record?.metadata.source).toEqual({ repository: repo.remote, ref: 'main', commit: first });
+    // The execution's hash-chained record names it too (its first event).
+    const events = await store.getRecordEvents(started.execution_id);
+    expect(JSON.stringify(events)).toContain(first);
 
     // The branch disappears: the sync fails, says why, and what is served stays.
     repo.deleteBranch('main');
