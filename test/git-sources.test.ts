@@ -217,6 +217,13 @@ describe('git sources: sync from a local bare repository', () => {
     const events = await store.getRecordEvents(started.execution_id);
     expect(JSON.stringify(events)).toContain(first);
 
+    // The folder moves away: not an empty library, a failed sync.
+    const moved = repo.commit({ 'wf/flow.yaml': null, 'elsewhere/flow.yaml': workflowYaml('flow', 'Flow') });
+    repo.push();
+    const [noFolder] = await s.sync();
+    expect(noFolder?.source.lastError).toBe(`commit ${moved} has no folder wf`);
+    expect((await s.call('workflow_list')).workflows.map((w: Json) => w.id)).toEqual(['flow']);
+
     // The branch disappears: the sync fails, says why, and what is served stays.
     repo.deleteBranch('main');
     const [gone] = await s.sync();

@@ -58,6 +58,9 @@ export async function materialize(
       throw new Error(`the workflow files of commit ${commit} are larger than ${options.maxBytes} bytes`);
     wanted.push({ path: rel, oid, link: mode === '120000' });
   }
+  // A folder a commit does not have (renamed, or a typo in the configuration) is not an empty library:
+  // serving it would drop every workflow of the source.
+  if (subdir !== '' && listing.length === 0) throw new Error(`commit ${commit} has no folder ${subdir}`);
   const blobs = await readBlobs(
     gitDir,
     wanted.map((w) => w.oid),
