@@ -64,7 +64,8 @@ export async function materialize(
   const blobs = await readBlobs(
     gitDir,
     wanted.map((w) => w.oid),
-    base,
+    // The blobs (already counted against the cap) and a header line each.
+    { ...base, maxStdoutBytes: total + 128 * wanted.length + 1024 },
   );
   await mkdir(target, { recursive: true });
   const outward: string[] = [];
@@ -93,7 +94,12 @@ export async function materialize(
 async function readBlobs(
   gitDir: string,
   oids: string[],
-  base: { protocols: readonly string[]; timeoutMs: number; signal?: AbortSignal | undefined },
+  base: {
+    protocols: readonly string[];
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+    maxStdoutBytes: number;
+  },
 ): Promise<Map<string, Buffer>> {
   const blobs = new Map<string, Buffer>();
   const unique = [...new Set(oids)];
