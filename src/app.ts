@@ -16,6 +16,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { buildCheckPolicy, loadOperatorChecks, type OperatorChecks } from './app/check-policy.js';
+import { buildGitSources } from './app/git-sources.js';
 import { buildWorkflowTests } from './app/workflow-tests.js';
 import { CatalogRegistry } from './catalogs/catalog-registry.js';
 import { CatalogService } from './catalogs/catalog-service.js';
@@ -68,6 +69,7 @@ import { createLogger, type Logger, logLevelFrom } from './telemetry/log.js';
 import { Metrics } from './telemetry/metrics.js';
 import type { CheckPolicy } from './workflows/check.js';
 import { BUILD_CHECKER_ID, DefinitionCache } from './workflows/definition-cache.js';
+import type { GitSources } from './workflows/git/git-sources.js';
 import { PersonaRegistry } from './workflows/personas.js';
 import { WorkflowRegistry } from './workflows/registry.js';
 import {
@@ -122,6 +124,11 @@ export interface AppOptions {
   servesHttp?: boolean;
   /** The clock approval timeouts are measured by (tests inject one). */
   clock?: () => number;
+  /**
+   * Fetch the git sources in the background once warmed up, and on their interval (default: when
+   * watching; one-shot commands read the last good checkouts only).
+   */
+  gitSync?: boolean;
 }
 
 /** Checked workflow definitions, in the data dir (an optimisation only: deleting it is always safe). */
@@ -168,6 +175,8 @@ export interface AppServices {
   store: () => Promise<ExecutionStore>;
   /** Signed execution records and the keys that sign them (src/record/). */
   records: Records;
+  /** The git sources: their status, and sync on demand (`workflowlookup sources sync`). */
+  gitSources: GitSources;
 }
 
 export interface App {
@@ -695,6 +704,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     shippedDefinitions: options.shippedDefinitions,
     log,
   });
+  // Before the first load: each git source starts from its last good checkout in the data dir.
+  const gitSources = buildGitSources(config, { registry, log, clock: options.clock });
   const runtime: RuntimeWorkflows = shared
     ? new DatabaseRuntimeWorkflows(shared.source.dir, shared.documents, registry)
     : new FileRuntimeWorkflows(config.runtimeDir, registry);
@@ -745,6 +756,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     // The regex and JSON Schema worker is not started here: it holds ~15 MB, and starts when a check
     // (or a definition that must be checked) needs it.
     registry.ready().catch((error: unknown) => log.error(`loading workflows failed: ${String(error)}`));
+    // Git sources fetch in the background (started once the watched load is under way).
+    if (options.gitSync ?? options.watch !== false) gitSources.start();
     // Tasks a killed server left behind are resumed (or failed) without waiting for a client to ask.
     if (options.openStore !== undefined || existsSync(join(config.dataDir, DATABASE_FILE))) {
       tasks.services().catch((error: unknown) => log.error(`recovering tasks failed: ${String(error)}`));
@@ -756,6 +769,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     closing ??= (async () => {
       await Promise.allSettled([...servers].map((s) => s.close()));
       servers.clear();
+      gitSources.close();
       registry.close();
       catalogs.close();
       personas.close();
@@ -782,6 +796,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       readQueries: built.readQueries,
       store: store.open,
       records,
+      gitSources,
     },
     runner,
     resources: protocol.resources,

@@ -4,6 +4,7 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { PRIVATE_HOSTS_SETTING, parseAllowList } from './catalogs/host-policy.js';
+import { type GitConfig, loadGitConfig } from './config/git.js';
 import { nearestNames } from './engine/nearest.js';
 import { DEFAULT_LIMITS, DEFAULT_MAX_MESSAGE_BYTES, type Limits } from './protocol/limits.js';
 import type { WorkflowSource } from './workflows/sources.js';
@@ -87,6 +88,8 @@ export interface Config {
   checkSlots: { maxConcurrent: number; maxPerPrincipal: number; maxQueued: number };
   /** How deep child executions may nest, and how many a principal may have open at once. */
   delegation: { maxDepth: number; maxOpenChildren: number };
+  /** Git sources and their settings (WORKFLOWLOOKUP_GIT_*); their sources are in `sources` too. */
+  git: GitConfig;
 }
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 60 * 60;
@@ -315,6 +318,16 @@ export function loadConfig(options: ConfigOptions = {}): Config {
   for (const dir of (env.WORKFLOW_STORAGE_PATH ?? '').split(delimiter)) {
     if (dir.trim() !== '') sources.push({ kind: 'storage', dir: resolve(cwd, dir.trim()) });
   }
+  // Git sources rank above the directories an operator names and below where saves land.
+  const dataDir = resolve(cwd, env.WORKFLOWLOOKUP_DATA_DIR || join(userDataDir(env), 'workflowlookup'));
+  let git: GitConfig;
+  try {
+    git = loadGitConfig(env, cwd, dataDir, (name, fallback, min) => wholeNumber(env, name, fallback, min));
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError((error as Error).message);
+  }
+  sources.push(...git.sources);
   sources.push({ kind: 'runtime', dir: runtimeDir });
 
   // The same directory named twice keeps only its highest-precedence position.
@@ -354,8 +367,8 @@ export function loadConfig(options: ConfigOptions = {}): Config {
     maxMessageBytes,
     sources: deduped,
     runtimeDir,
-    agentDirs: deduped.map((s) => join(dirname(s.dir), 'agents')),
-    dataDir: resolve(cwd, env.WORKFLOWLOOKUP_DATA_DIR || join(userDataDir(env), 'workflowlookup')),
+    agentDirs: deduped.filter((s) => s.kind !== 'git').map((s) => join(dirname(s.dir), 'agents')),
+    dataDir,
     databaseUrl,
     tokenTtlMs: ttl * 1000,
     tokenSecret: secret,
@@ -426,6 +439,7 @@ export function loadConfig(options: ConfigOptions = {}): Config {
       ),
       maxQueued: wholeNumber(env, 'WORKFLOWLOOKUP_CHECKS_MAX_QUEUED', DEFAULT_CHECK_SLOTS.maxQueued, 0),
     },
+    git,
   };
   const elicit = env.WORKFLOWLOOKUP_APPROVAL_ELICITATION?.trim() ?? '';
   config.approvalElicitation =

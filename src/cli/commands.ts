@@ -108,9 +108,10 @@ export const COMMAND_SPECS = {
     options: {},
   },
   sources: {
-    usage: 'sources',
-    summary: 'show the sources in precedence order and where each workflow comes from',
-    options: SOURCE_OPTIONS,
+    usage: 'sources [sync] [--json]',
+    summary:
+      'show the sources in precedence order and where each workflow comes from (git sources: ref, commit, last sync, errors, refused commits); `sources sync` fetches the git sources now',
+    options: { ...SOURCE_OPTIONS, json: { type: 'boolean', help: 'print as JSON' } },
   },
   schema: {
     usage: 'schema',

@@ -206,23 +206,78 @@ async function list(options: ConfigOptions, json: boolean): Promise<number> {
   });
 }
 
-async function sources(options: ConfigOptions): Promise<number> {
+/** `sources sync`: fetches every git source now, as the server does on its interval; 1 if any failed. */
+async function syncSources(options: ConfigOptions, json: boolean): Promise<number> {
+  return withApp(options, async (app) => {
+    await app.services.registry.ready();
+    const results = await app.services.gitSources.syncAll();
+    if (json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+    else {
+      if (results.length === 0)
+        process.stdout.write('No git sources configured (WORKFLOWLOOKUP_GIT_SOURCES).\n');
+      for (const { source, result } of results) {
+        const what =
+          result.outcome === 'error'
+            ? `error: ${result.error}`
+            : result.outcome === 'broken'
+              ? `commit ${result.commit} refused: ${result.files} broken file(s); still serving ${source.commit ?? 'nothing'}`
+              : `${result.outcome}: ${result.commit}`;
+        process.stdout.write(`${source.repository}#${source.ref}  ${what}\n`);
+      }
+    }
+    return results.some((r) => r.result.outcome === 'error' || r.result.outcome === 'broken') ? 1 : 0;
+  });
+}
+
+/** The git sources' lines of `workflowlookup sources`: ref, commit, last sync, last error, broken files. */
+function printGitSources(app: App): void {
+  const statuses = app.services.gitSources.status();
+  if (statuses.length === 0) return;
+  process.stdout.write('\nGit sources (`workflowlookup sources sync` fetches them now):\n');
+  for (const s of statuses) {
+    process.stdout.write(
+      `  ${s.repository}  ref ${s.ref}${s.subdir ? `  folder ${s.subdir}` : ''}\n    commit ${s.commit ?? '(none yet)'}${s.fetchedAt ? ` fetched ${s.fetchedAt}` : ''}, ${s.workflows} workflow(s)\n    last sync ${s.lastSync ?? 'never'}${s.lastError ? `, last error: ${s.lastError}` : ''}\n`,
+    );
+    if (s.broken !== undefined) {
+      process.stdout.write(`    refused commit ${s.broken.commit} (${s.broken.at}), broken files:\n`);
+      for (const f of s.broken.files) {
+        process.stdout.write(
+          `      ${f.file}\n${f.violations.map((v) => `        ${printViolation(v)}`).join('\n')}\n`,
+        );
+      }
+    }
+  }
+}
+
+async function sources(options: ConfigOptions, rest: string[], json: boolean): Promise<number> {
+  const [action] = rest;
+  if (action === 'sync') return syncSources(options, json);
+  if (action !== undefined) throw new UsageError('sources', 'expected: sources | sources sync');
   return withApp(options, async (app) => {
     const { registry } = app.services;
     await registry.ready();
+    if (json) {
+      process.stdout.write(
+        `${JSON.stringify({ sources: registry.sources.map((s) => ({ kind: s.kind, dir: s.dir })), git: app.services.gitSources.status() }, null, 2)}\n`,
+      );
+      return 0;
+    }
     process.stdout.write('Sources, lowest precedence first:\n');
     for (const s of registry.sources) {
       // The database's source is no directory (it is the store's `workflow` documents).
       const missing = s.kind !== 'database' && !existsSync(s.dir);
-      process.stdout.write(`  ${s.kind.padEnd(8)} ${s.dir}${missing ? '  (missing)' : ''}\n`);
+      const label =
+        s.git !== undefined ? `${s.git.url}#${s.git.ref}${s.git.subdir ? `:${s.git.subdir}` : ''}` : s.dir;
+      process.stdout.write(`  ${s.kind.padEnd(8)} ${label}${missing ? '  (missing)' : ''}\n`);
     }
     process.stdout.write(`Runtime (writable) dir: ${app.config.runtimeDir}\n\nWorkflows:\n`);
     for (const entry of registry.entries()) {
       const id = entry.status === 'valid' ? entry.workflow.id : (entry.id ?? basename(entry.file));
       process.stdout.write(
-        `  ${id}  ${entry.source}  ${entry.file}${entry.status === 'broken' ? '  (broken)' : ''}\n`,
+        `  ${id}  ${entry.source}  ${entry.file}${entry.status === 'broken' ? '  (broken)' : ''}${entry.status === 'valid' && entry.provenance ? `  (${entry.provenance.repository}@${entry.provenance.commit})` : ''}\n`,
       );
     }
+    printGitSources(app);
     return 0;
   });
 }
@@ -592,7 +647,10 @@ const COMMANDS: Record<string, Command> = {
     run: (rest, options, flags) => testCommand(rest, options, flags.json === true),
   },
   init: { ...COMMAND_SPECS.init, run: () => init() },
-  sources: { ...COMMAND_SPECS.sources, run: (_rest, options) => sources(options) },
+  sources: {
+    ...COMMAND_SPECS.sources,
+    run: (rest, options, flags) => sources(options, rest, flags.json === true),
+  },
   schema: {
     ...COMMAND_SPECS.schema,
     run: () => {

@@ -2,6 +2,13 @@
 import { PRIVATE_HOSTS_SETTING } from '../catalogs/host-policy.js';
 import { DEFAULT_LIMITS, DEFAULT_MAX_MESSAGE_BYTES } from '../protocol/limits.js';
 import {
+  DEFAULT_GIT_FETCH_TIMEOUT_MS,
+  DEFAULT_GIT_MAX_BYTES,
+  DEFAULT_GIT_PROTOCOLS,
+  DEFAULT_GIT_SYNC_SECONDS,
+  KNOWN_GIT_PROTOCOLS,
+} from '../workflows/git/spec.js';
+import {
   DEFAULT_AUTH_FAILURE_LIMIT,
   DEFAULT_CHECK_SLOTS,
   DEFAULT_MAX_HEADER_BYTES,
@@ -81,6 +88,52 @@ export const ENVIRONMENT: readonly { name: string; description: string }[] = [
     name: PRIVATE_HOSTS_SETTING,
     description:
       'comma-separated hosts (`host`, `host:port`, `[::1]:8080`) or subnets (`10.0.0.0/8`) on loopback, private or link-local addresses that catalog commands and URL sources may reach (`*`: any); default none',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_GIT_SOURCES',
+    description:
+      'git repositories to serve workflows from (docs/git-sources.md): a JSON array of `{"url", "ref", "path"}` or a comma-separated list of `url#ref:path`; later ones override earlier ones, all above `WORKFLOW_STORAGE_PATH` and below the runtime dir',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_GIT_SYNC_INTERVAL',
+    description: `seconds between two fetches of each git source, default ${DEFAULT_GIT_SYNC_SECONDS} (0: at start and on \`workflowlookup sources sync\` only)`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_GIT_MAX_BYTES',
+    description: `largest repository a git source may fetch (and largest set of workflow files), default ${DEFAULT_GIT_MAX_BYTES}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_GIT_TIMEOUT',
+    description: `seconds one fetch may take before it is abandoned (the last good set stays), default ${DEFAULT_GIT_FETCH_TIMEOUT_MS / 1000}`,
+  },
+  {
+    name: 'WORKFLOWLOOKUP_GIT_TOKEN',
+    description:
+      'token sent (HTTP Basic, user `x-access-token` unless given as `user:token`) to https git sources, through the environment of git, never its arguments',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_GIT_TOKEN_<HOST>',
+    description:
+      'token for the git sources on one host (`WORKFLOWLOOKUP_GIT_TOKEN_GITHUB_COM`: the host name upper-cased, other characters `_`); before `WORKFLOWLOOKUP_GIT_TOKEN`',
+  },
+  {
+    name: 'WORKFLOWLOOKUP_GIT_ALLOW_PROTOCOLS',
+    description: `protocols git sources may use, comma-separated, from ${KNOWN_GIT_PROTOCOLS.join(', ')}; default ${DEFAULT_GIT_PROTOCOLS.join(',')}`,
+  },
+  {
+    name: 'WORKFLOW_GIT_REPOS',
+    description:
+      "WorkRail's git repositories (a JSON array of `{repositoryUrl, branch}` or comma-separated URLs), served from their `workflows` folder before `WORKFLOWLOOKUP_GIT_SOURCES` (docs/workrail-compatibility.md)",
+  },
+  {
+    name: 'WORKFLOW_GIT_REPO_URL',
+    description:
+      "WorkRail's single git repository (its `workflows` folder), on branch `WORKFLOW_GIT_REPO_BRANCH` (default main)",
+  },
+  { name: 'WORKFLOW_GIT_REPO_BRANCH', description: 'the branch of `WORKFLOW_GIT_REPO_URL`, default main' },
+  {
+    name: 'WORKFLOW_GIT_SYNC_INTERVAL',
+    description: "WorkRail's sync interval in minutes; used when `WORKFLOWLOOKUP_GIT_SYNC_INTERVAL` is unset",
   },
   {
     name: 'WORKFLOWLOOKUP_HTTP_HOST',

@@ -240,6 +240,10 @@ export class ExecutionService {
           version: workflow.version,
           definition_sha256: exec.definition_hash,
           ...(typeof created?.file_sha256 === 'string' ? { file_sha256: created.file_sha256 } : {}),
+          // A workflow from a git source: the repository, ref and commit it was read from.
+          ...(typeof created?.source === 'object' && created.source !== null
+            ? { source: created.source as Record<string, unknown> }
+            : {}),
         },
         artifacts,
         events,

@@ -61,6 +61,8 @@ export interface RecordData {
     definition_sha256: string;
     /** sha256 of the workflow's file as it was read (differs from the pin when routines were expanded). */
     file_sha256?: string;
+    /** Where it was read from, when a git source served it: repository, ref, commit. */
+    source?: Record<string, unknown>;
   };
   /** The artifacts the execution stored, by digest. */
   artifacts: { name: string; step: string; sha256: string }[];

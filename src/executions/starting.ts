@@ -8,6 +8,7 @@ import { checkContextValues, refuseContext } from '../engine/context-needs.js';
 import { fail } from '../engine/errors.js';
 import type { Workflow } from '../model/workflow.js';
 import type { ExecutionRecord, StoreWriter } from '../store/execution-store.js';
+import type { GitProvenance } from '../workflows/sources.js';
 import type { CommandPhase } from './command-phase.js';
 import type { ServiceParts, StartInput } from './execution-deps.js';
 import { type Caller, nowIso, type Outcome, type StepView } from './execution-model.js';
@@ -91,7 +92,13 @@ export class Starting {
     spec: {
       executionId: string;
       principal: string;
-      entry: { workflow: Workflow; hash: string; definitionHash?: string | undefined };
+      entry: {
+        workflow: Workflow;
+        hash: string;
+        definitionHash?: string | undefined;
+        /** A git source's repository, ref and commit: recorded, so a force-push never rewrites it. */
+        provenance?: GitProvenance | undefined;
+      };
       context: Context;
       parentId?: string;
       metadata?: Record<string, unknown>;
@@ -121,7 +128,10 @@ export class Starting {
       updated_at: at,
       completed_at: null,
       duration_ms: null,
-      metadata: spec.metadata ?? {},
+      metadata: {
+        ...(spec.metadata ?? {}),
+        ...(spec.entry.provenance !== undefined ? { source: { ...spec.entry.provenance } } : {}),
+      },
       parent_id: spec.parentId ?? null,
     };
     await tx.insertExecution(exec);
@@ -132,6 +142,7 @@ export class Starting {
       // What a verifier holding the workflow's file compares (the pin differs when routines were expanded).
       file_sha256: spec.entry.hash,
       inputs_sha256: digest(spec.context),
+      ...(spec.entry.provenance !== undefined ? { source: { ...spec.entry.provenance } } : {}),
       ...(spec.parentId !== undefined ? { parent_id: spec.parentId } : {}),
     });
     await this.machine.transition(tx, exec, 'running');

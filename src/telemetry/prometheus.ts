@@ -16,6 +16,8 @@ export interface MetricSources {
   sessionsByPrincipal(): ReadonlyMap<string, number>;
   /** The store's own figures: SQLite's WAL size, PostgreSQL's pool. */
   store(): Promise<StoreFigures | undefined>;
+  /** Each git source (by its repository and ref): a refused commit, a failing sync; absent: no gauges. */
+  gitSources?(): readonly { source: string; refused: boolean; failing: boolean }[];
 }
 
 export interface StoreFigures {
@@ -167,6 +169,30 @@ export function createPrometheus(sources: MetricSources, metrics: Metrics): Prom
     collect() {
       this.reset();
       for (const [who, n] of sources.sessionsByPrincipal()) this.set({ principal: principal(who) }, n);
+    },
+  });
+  // Git sources are the operator's configuration, a handful: bounded all the same.
+  const gitSource = bounded();
+  new Gauge({
+    name: `${PREFIX}git_source_refused_commit`,
+    help: 'Per git source: 1 while its newest commit is refused (a file in it is broken) and the last good one is served',
+    labelNames: ['source'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of sources.gitSources?.() ?? [])
+        this.set({ source: gitSource(s.source) }, s.refused ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}git_source_sync_failing`,
+    help: 'Per git source: 1 while its last sync failed (remote down, ref gone, over the size cap)',
+    labelNames: ['source'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of sources.gitSources?.() ?? [])
+        this.set({ source: gitSource(s.source) }, s.failing ? 1 : 0);
     },
   });
   let figures: Promise<StoreFigures | undefined> | undefined;

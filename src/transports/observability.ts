@@ -83,6 +83,12 @@ export function metricSources(app: App, sessions: () => ReadonlyMap<string, numb
       return (await store.listTasks({ statuses: ['working', 'input_required'], limit: 10_000 })).length;
     },
     sessionsByPrincipal: sessions,
+    gitSources: () =>
+      app.services.gitSources.status().map((s) => ({
+        source: `${s.repository}#${s.ref}`,
+        refused: s.broken !== undefined,
+        failing: s.lastError !== undefined,
+      })),
     async store() {
       const figures = await (await app.services.store()).figures?.();
       return figures && { walBytes: figures.walBytes, pool: figures.pool };

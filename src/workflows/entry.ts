@@ -1,7 +1,7 @@
 import type { Violation } from '../model/violation.js';
 import type { Workflow } from '../model/workflow.js';
 import type { DefinitionFormat } from './parse.js';
-import type { SourceKind } from './sources.js';
+import type { GitProvenance, SourceKind } from './sources.js';
 
 // What the registry holds per definition file, in a module of its own: the registry and the
 // definition cache (which stores these entries across restarts) both need them, and neither imports
@@ -20,6 +20,8 @@ export interface LoadedWorkflow {
    * installed routines is the file and those routines (sha256 of the expanded definition).
    */
   definitionHash?: string;
+  /** A workflow from a git source: its repository, ref and commit (executions record them). */
+  provenance?: GitProvenance;
 }
 
 export interface BrokenWorkflow {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { DomainFailure, fail } from '../engine/errors.js';
 import { didYouMean, nearestNames } from '../engine/nearest.js';
 import type { ValidationEngine } from '../engine/validation-engine.js';
@@ -23,7 +23,7 @@ import {
   UnsafeFileError,
 } from './safe-files.js';
 import type { ShippedDefinitions } from './shipped-definitions.js';
-import type { SourceKind, WorkflowSource } from './sources.js';
+import type { GitProvenance, SourceKind, WorkflowSource } from './sources.js';
 import { DirectoryWatcher } from './watch.js';
 
 // The entry types live in entry.ts, which the definition cache shares without importing the registry.
@@ -68,6 +68,11 @@ export interface WorkflowSummary {
   description: string;
   category: string;
   version: string;
+  /**
+   * A workflow from a git source: the key (`git:<source id>`) of its repository, ref and commit in the
+   * listing's `git_sources` (one entry per source, so a thousand workflows do not repeat them).
+   */
+  source?: string;
 }
 
 /** The file actually read (a link inside the source dir is resolved), with what identifies its version. */
@@ -105,12 +110,28 @@ export interface RegistryCounts {
 export interface Listing {
   workflows: WorkflowSummary[];
   broken: { file: string; source: SourceKind; id?: string; violations: Violation[] }[];
+  /** The repository, ref and commit of each git source a listed workflow comes from, by its key. */
+  git_sources?: Record<string, GitProvenance>;
 }
 
 interface View {
   byId: Map<string, RegistryEntry>;
   listing: Listing;
 }
+
+/** The checkout of one commit of a git source (immutable: a new commit is a new folder). */
+export interface GitCheckout extends GitProvenance {
+  /** The folder holding the commit's files (its configured subfolder). */
+  dir: string;
+}
+
+/** What replacing a git source's checkout came to (see `WorkflowRegistry.useCheckout`). */
+export type CheckoutOutcome =
+  | { outcome: 'served' }
+  /** Some file is broken: the last good set stays, and these files are reported. */
+  | { outcome: 'broken'; broken: BrokenWorkflow[] }
+  /** Some file's rules were not checked in time: no verdict, the next sync tries again. */
+  | { outcome: 'not-checked'; files: string[] };
 
 /**
  * Loads definitions from the sources once, keeps them in memory, and refreshes a directory when a
@@ -139,6 +160,10 @@ export class WorkflowRegistry {
   private readonly unchecked = new Map<string, Set<string>>();
   /** The scheduled re-scan of each source that has unchecked files, and how many came before it. */
   private readonly rechecks = new Map<string, { timer: NodeJS.Timeout; tries: number }>();
+  /** The checkout each git source serves, by source dir (none yet: the source serves nothing). */
+  private readonly checkouts = new Map<string, GitCheckout>();
+  /** The broken files of the last commit each git source refused, reported beside the list. */
+  private readonly refused = new Map<string, BrokenWorkflow[]>();
 
   private readonly engine: ValidationEngine;
   readonly allowedEnv: ReadonlySet<string>;
@@ -170,6 +195,8 @@ export class WorkflowRegistry {
   /** Starts watching every existing source directory. Watchers never keep the process alive. */
   private watch(): void {
     for (const source of this.sources) {
+      // A git checkout never changes: a new commit arrives through useCheckout.
+      if (source.git !== undefined) continue;
       if (source.documents === undefined) this.watcher.add(source.dir);
       else {
         // Told of every replica's saves (and to read everything after a lost connection).
@@ -321,9 +348,96 @@ export class WorkflowRegistry {
 
   private async scan(source: WorkflowSource): Promise<void> {
     if (source.documents !== undefined) return this.scanDocuments(source, source.documents);
-    const previous = this.files.get(source.dir) ?? new Map<string, CachedFile>();
+    const checkout = source.git === undefined ? undefined : this.checkouts.get(source.dir);
+    if (source.git !== undefined && checkout === undefined) {
+      this.files.set(source.dir, new Map());
+      return;
+    }
+    const base = checkout?.dir ?? source.dir;
+    const { next, unchecked } = await this.read(source, base, this.files.get(source.dir) ?? new Map());
+    if (checkout !== undefined) withProvenance(next, checkout);
+    this.options.cache?.prune(base, new Set([...next.keys(), ...unchecked]));
+    this.files.set(source.dir, next);
+    this.noteUnchecked(source, unchecked);
+  }
+
+  /**
+   * Serves `checkout` as what git source `source` holds, but only when every definition file in it
+   * checks out: one broken file (or one whose rules were not checked in time) keeps the set served now,
+   * and the broken files are reported beside the list until a later commit is served. Clients are told
+   * (onChange) when what is served or reported changed.
+   */
+  async useCheckout(
+    source: WorkflowSource,
+    checkout: GitCheckout,
+    /** Files refused before the checkout was written (relative paths, with why): the commit is broken. */
+    refusedFiles: { path: string; violation: Violation }[] = [],
+  ): Promise<CheckoutOutcome> {
+    await this.ready();
+    let outcome: CheckoutOutcome = { outcome: 'served' };
+    this.refreshing = this.refreshing.then(async () => {
+      if (this.closed) return;
+      const { next, unchecked } = await this.read(source, checkout.dir, new Map());
+      if (unchecked.size > 0) {
+        outcome = { outcome: 'not-checked', files: [...unchecked].sort() };
+        return;
+      }
+      const broken = [
+        ...refusedFiles.map((f) => brokenEntry(join(checkout.dir, f.path), 'git', [f.violation])),
+        ...[...next.values()].flatMap((f) => (f.entry.status === 'broken' ? [f.entry] : [])),
+      ];
+      if (broken.length > 0) {
+        // Named by repository, commit and path: the folder they were read from is removed.
+        const named = broken.map((b) => ({
+          ...b,
+          file: `${checkout.repository}@${checkout.commit}:${relative(checkout.dir, b.file)}`,
+        }));
+        this.refused.set(source.dir, named);
+        outcome = { outcome: 'broken', broken: named };
+      } else {
+        this.refused.delete(source.dir);
+        withProvenance(next, checkout);
+        this.checkouts.set(source.dir, checkout);
+        this.files.set(source.dir, next);
+        this.options.cache?.prune(checkout.dir, new Set(next.keys()));
+      }
+      this.rebuild();
+      this.options.cache?.flush();
+      this.onChange?.();
+    });
+    await this.refreshing;
+    return outcome;
+  }
+
+  /**
+   * The checkout a git source starts from (the last good one kept in the data dir), before the first
+   * load; later commits arrive through useCheckout.
+   */
+  startFrom(source: WorkflowSource, checkout: GitCheckout | undefined, refused: BrokenWorkflow[] = []): void {
+    if (checkout !== undefined) this.checkouts.set(source.dir, checkout);
+    if (refused.length > 0) this.refused.set(source.dir, refused);
+  }
+
+  /** The checkout a git source serves now, if any. */
+  checkoutOf(source: WorkflowSource): GitCheckout | undefined {
+    return this.checkouts.get(source.dir);
+  }
+
+  /** A git source's refused commit stops being reported (the remote went back to the served commit). */
+  forgetRefused(source: WorkflowSource): void {
+    if (!this.refused.delete(source.dir)) return;
+    this.rebuild();
+    this.onChange?.();
+  }
+
+  /** Reads and checks the definition files below `base`, reusing the verdicts of `previous`. */
+  private async read(
+    source: WorkflowSource,
+    base: string,
+    previous: ReadonlyMap<string, CachedFile>,
+  ): Promise<{ next: Map<string, CachedFile>; unchecked: Set<string> }> {
     const next = new Map<string, CachedFile>();
-    const root = await realDir(source.dir);
+    const root = await realDir(base);
     let names: string[] = [];
     if (root !== undefined) {
       // Subfolders too (a WorkRail library keeps routines/ and examples/), except where saves land.
@@ -331,13 +445,13 @@ export class WorkflowRegistry {
       // Test files (`<id>.test.yaml`) sit beside the workflows they test and are never loaded as workflows.
       const listed = await listSourceEntries(root, isDefinitionFile, depth);
       names = listed.names;
-      if (this.options.watch) this.watchFolders(source, listed.folders);
+      if (this.options.watch && source.git === undefined) this.watchFolders(source, listed.folders);
     }
     const cache = this.options.cache;
     const misses: [file: string, stamp: FileStamp][] = [];
     await Promise.all(
       names.map(async (name) => {
-        const file = join(source.dir, name);
+        const file = join(base, name);
         const target = await resolveInside(root as string, name);
         if (target.kind === 'skip') return;
         if (target.kind === 'outside') {
@@ -386,9 +500,7 @@ export class WorkflowRegistry {
       next.set(file, { ...stamp, entry });
       cache?.set(file, stamp, entry);
     });
-    cache?.prune(source.dir, new Set([...next.keys(), ...unchecked]));
-    this.files.set(source.dir, next);
-    this.noteUnchecked(source, unchecked);
+    return { next, unchecked };
   }
 
   /**
@@ -594,6 +706,8 @@ export class WorkflowRegistry {
   private rebuild(): void {
     const byId = new Map<string, RegistryEntry>();
     const broken: BrokenWorkflow[] = [];
+    const gitKeys = new Map<string, string>();
+    const gitSources: Record<string, GitProvenance> = {};
     for (const source of this.sources) {
       const files = [...(this.files.get(source.dir)?.values() ?? [])].sort((a, b) =>
         a.entry.file < b.entry.file ? -1 : 1,
@@ -641,6 +755,7 @@ export class WorkflowRegistry {
         }
         seenHere.set(id, entry.file);
         byId.set(id, entry);
+        if (source.git !== undefined) gitKeys.set(entry.file, `git:${source.git.id}`);
       }
     }
     const routineOf = (templateId: string) => {
@@ -666,8 +781,14 @@ export class WorkflowRegistry {
         category: w.category ?? DEFAULT_CATEGORY,
         version: w.version,
       });
+      const key = gitKeys.get(entry.file);
+      if (key !== undefined && entry.provenance !== undefined) {
+        (summaries.at(-1) as WorkflowSummary).source = key;
+        gitSources[key] = entry.provenance;
+      }
     }
     summaries.sort((a, b) => (a.id < b.id ? -1 : 1));
+    for (const refused of this.refused.values()) broken.push(...refused);
     broken.sort((a, b) => (a.file < b.file ? -1 : 1));
     const listing: Listing = {
       workflows: summaries,
@@ -677,6 +798,7 @@ export class WorkflowRegistry {
         ...(id !== undefined ? { id } : {}),
         violations,
       })),
+      ...(Object.keys(gitSources).length > 0 ? { git_sources: gitSources } : {}),
     };
     this.view = { byId, listing };
   }
@@ -743,4 +865,17 @@ function fromReport(
   if (!report.valid || report.workflow === undefined)
     return brokenEntry(file, source, report.errors, report.id);
   return { status: 'valid', workflow: report.workflow, file, source, format, hash };
+}
+
+/** Marks the valid entries read from a git checkout with the repository, ref and commit they came from. */
+function withProvenance(files: Map<string, CachedFile>, checkout: GitCheckout): void {
+  const provenance: GitProvenance = {
+    repository: checkout.repository,
+    ref: checkout.ref,
+    commit: checkout.commit,
+  };
+  for (const [file, cached] of files) {
+    if (cached.entry.status !== 'valid' || cached.entry.provenance?.commit === checkout.commit) continue;
+    files.set(file, { ...cached, entry: { ...cached.entry, provenance } });
+  }
 }

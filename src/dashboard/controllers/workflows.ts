@@ -15,14 +15,14 @@ export function workflowsController({ app, send }: ControllerDeps) {
       const sources = await Promise.all(
         registry.bySource().map(async (s) => ({
           ...s,
-          exists: existsSync(s.source.dir),
+          exists: existsSync(registry.checkoutOf(s.source)?.dir ?? s.source.dir),
           entries: s.entries,
         })),
       );
       send(
         res,
         200,
-        workflowsPage(ctx, sources, (id) => registry.get(id)),
+        workflowsPage(ctx, sources, (id) => registry.get(id), app.services.gitSources.status()),
       );
     },
 

@@ -23,7 +23,7 @@ export function workflowPage(ctx: PageContext, entry: RegistryEntry & { status: 
   const inputs = Object.entries(w.inputs ?? {});
   const body = html`<h1>${w.name} <span class="muted id">${w.id} ${w.version}</span></h1>
 <p>${w.description}</p>
-<p class="muted">From ${entry.source}: <code>${entry.file}</code></p>
+<p class="muted">From ${entry.source}: <code>${entry.file}</code>${entry.provenance ? html` (<code>${entry.provenance.repository}</code> at ${entry.provenance.ref}, commit <code>${entry.provenance.commit}</code>)` : ''}</p>
 <p><a class="button" id="executions-of" href="${href(ctx, '/', { workflow: w.id })}">Executions of this workflow →</a></p>
 <div class="overview">
 <section class="diagram"><h2>Diagram</h2>${trusted(ctx.draw(diagram, { title: w.name }))}</section>

@@ -233,6 +233,7 @@ export function guidanceTools({
         return {
           workflows,
           broken: after === undefined ? all.broken : [],
+          ...(all.git_sources !== undefined ? { git_sources: all.git_sources } : {}),
           ...(start + size < all.workflows.length && last ? { next_cursor: encodeCursor(last.id) } : {}),
         };
       },
@@ -295,7 +296,13 @@ export function guidanceTools({
             ...contextOf(workflow),
           };
         }
-        if (view !== 'source') return registry.require(id).workflow;
+        if (view !== 'source') {
+          const loaded = registry.require(id);
+          // A workflow from git says which repository, ref and commit it is (beside the definition).
+          return loaded.provenance === undefined
+            ? loaded.workflow
+            : { ...loaded.workflow, source: loaded.provenance };
+        }
         const entry = registry.get(id);
         if (entry === undefined) return registry.missing(id);
         // Read the safe way: a link that now leaves its source dir is refused, never followed.
@@ -307,6 +314,7 @@ export function guidanceTools({
           content: bytes.toString('utf8'),
           parsed: entry.status === 'valid' ? entry.workflow : null,
           version: contentVersion(bytes),
+          ...(entry.status === 'valid' && entry.provenance !== undefined ? { source: entry.provenance } : {}),
           ...contextOf(entry.status === 'valid' ? entry.workflow : undefined),
           ...(entry.status === 'broken' ? { violations: entry.violations } : {}),
         };
