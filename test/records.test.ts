@@ -1,6 +1,6 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { createHash, createPublicKey, verify as edVerify, generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
@@ -505,6 +505,14 @@ describe('execution records', () => {
     expect(big.stderr).toMatch(/at most 33554432 are read/);
     expect(cli(sb, ['verify', out, '--require', 'signed']).stderr).toMatch(/unknown requirement "signed"/);
     expect(cli(sb, ['verify']).status).toBe(2);
+    // A host that never signed trusts nothing by default, and says so (it generates no key to trust).
+    const stranger = cli({ ...sb, env: { ...sb.env, WORKFLOWLOOKUP_DATA_DIR: join(sb.root, 'elsewhere') } }, [
+      'verify',
+      out,
+    ]);
+    expect(stranger.status).toBe(2);
+    expect(stranger.stderr).toContain('this host has no record keys to trust');
+    expect(existsSync(join(sb.root, 'elsewhere', 'record-keys.json'))).toBe(false);
     expect(cli(sb, ['verify', join(sb.root, 'missing.json')]).stderr).toMatch(/cannot read the record/);
     const noExec = cli(sb, ['record', 'exec_missing']);
     expect(noExec.status).toBe(1);

@@ -89,7 +89,12 @@ async function trustedKeys(options: ConfigOptions, flags: RecordFlags) {
       // On the server host: the keys this server publishes (its data dir or configured key).
       const app = createApp(loadConfig(options), { watch: false });
       try {
-        return app.services.records.trusted();
+        const keys = app.services.records.existing();
+        if (keys === undefined)
+          throw new ConfigError(
+            "this host has no record keys to trust: name the team's public keys with --key FILE or --keys URL|FILE",
+          );
+        return keys;
       } finally {
         await app.close();
       }

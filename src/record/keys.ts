@@ -165,6 +165,15 @@ export class RecordKeyring {
     return { keys: this.load().published };
   }
 
+  /**
+   * The published keys if this host has any (a configured key, or the data dir's file), without ever
+   * generating one: what `verify` trusts by default, where a fresh key would trust nothing it is shown.
+   */
+  existingJwks(): Jwks | undefined {
+    if (this.options.configuredKey === undefined && this.read() === undefined) return undefined;
+    return this.jwks();
+  }
+
   /** Where the signing key comes from, for `workflowlookup keys` (never the key itself). */
   source(): string {
     return this.options.configuredKey !== undefined ? 'WORKFLOWLOOKUP_RECORD_KEY' : this.file;

@@ -6,7 +6,7 @@ import type { SerializedBundle } from '@sigstore/bundle';
 import type { Caller } from '../executions/execution-model.js';
 import type { ExecutionService } from '../executions/execution-service.js';
 import { signRecord } from './envelope.js';
-import type { RecordKeyring } from './keys.js';
+import type { Jwks, RecordKeyring } from './keys.js';
 import { type Verified, verifyRecord } from './verify.js';
 
 export class Records {
@@ -24,13 +24,21 @@ export class Records {
 
   /** The public keys the server publishes, by key id: what its own records verify against. */
   trusted(): Map<string, KeyObject> {
-    return new Map(
-      this.keyring.jwks().keys.map((k) => [k.kid, createPublicKey({ key: { ...k }, format: 'jwk' })]),
-    );
+    return keysOf(this.keyring.jwks());
+  }
+
+  /** The keys this host publishes, or undefined when it has none yet (none is generated for this). */
+  existing(): Map<string, KeyObject> | undefined {
+    const jwks = this.keyring.existingJwks();
+    return jwks === undefined ? undefined : keysOf(jwks);
   }
 
   /** Whether a record verifies against the published keys (the dashboard shows it beside the download). */
   check(bundle: SerializedBundle): { ok: true; verified: Verified } | { ok: false; failure: string } {
     return verifyRecord(JSON.stringify(bundle), { keys: this.trusted() });
   }
+}
+
+function keysOf(jwks: Jwks): Map<string, KeyObject> {
+  return new Map(jwks.keys.map((k) => [k.kid, createPublicKey({ key: { ...k }, format: 'jwk' })]));
 }
