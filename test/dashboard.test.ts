@@ -281,6 +281,10 @@ describe('workflowlookup dashboard', () => {
     const page = await get('/workflows');
     expect(page.body).toMatch(/data-source="runtime"[\s\S]*durable-demo/);
     expect(page.body).toMatch(/data-source="bundled"[\s\S]*coding-task-workflow/);
+    // Steps as an execution counts them (a loop's body, not the loop): coding-task-workflow has 6.
+    expect(page.body).toMatch(
+      />coding-task-workflow<\/a><\/td><td>[^<]*<\/td><td>[^<]*<\/td><td>[^<]*<\/td><td>6<\/td>/,
+    );
     expect(page.body).toMatch(/Broken: <code>[^<]*broken-schema\.yaml<\/code>/);
     expect(page.body).toMatch(/line \d+, column \d+/);
     const wf = await get('/workflows/loops-demo');

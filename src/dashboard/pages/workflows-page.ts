@@ -1,4 +1,5 @@
 // The workflows page: every source, highest precedence first, with its valid and broken files.
+import { plannedSteps } from '../../executions/execution-model.js';
 import type { Violation } from '../../model/violation.js';
 import type { RegistryEntry } from '../../workflows/registry.js';
 import type { WorkflowSource } from '../../workflows/sources.js';
@@ -23,7 +24,7 @@ export function workflowsPage(
     const rows = valid.map((e) => {
       const w = e.workflow;
       const shadowed = effective(w.id)?.file !== e.file;
-      return html`<tr${shadowed ? html` class="shadowed"` : ''}><td><a href="${href(ctx, `/workflows/${encodeURIComponent(w.id)}`)}">${w.id}</a>${shadowed ? html` <span class="muted">(overridden)</span>` : ''}</td><td>${w.name}</td><td>${w.version}</td><td>${w.category ?? 'general'}</td><td>${w.steps.length}</td></tr>`;
+      return html`<tr${shadowed ? html` class="shadowed"` : ''}><td><a href="${href(ctx, `/workflows/${encodeURIComponent(w.id)}`)}">${w.id}</a>${shadowed ? html` <span class="muted">(overridden)</span>` : ''}</td><td>${w.name}</td><td>${w.version}</td><td>${w.category ?? 'general'}</td><td>${plannedSteps(w)}</td></tr>`;
     });
     return html`<section class="source" data-source="${source.kind}">
 <h2>${source.kind} <span class="muted path">${source.dir}${exists ? '' : ' (missing)'}</span></h2>
