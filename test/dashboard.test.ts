@@ -408,8 +408,10 @@ describe('workflowlookup dashboard command line', () => {
       encoding: 'utf8',
       timeout: 15_000,
     });
-    expect(busy.status).toBe(1);
-    expect(busy.stderr).toContain(`port ${dash.port} is in use`);
+    expect(busy.status).toBe(2);
+    expect(busy.stderr).toContain(
+      `port ${dash.port} on 127.0.0.1 is in use: choose another with --port or WORKFLOWLOOKUP_DASHBOARD_PORT`,
+    );
     const env = spawnSync(process.execPath, [CLI, 'dashboard'], {
       env: { ...sb.env, WORKFLOWLOOKUP_DASHBOARD_PORT: '99999' },
       encoding: 'utf8',
