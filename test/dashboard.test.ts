@@ -12,6 +12,7 @@ import {
   FIXTURES,
   RawServer,
   type Sandbox,
+  SPAWNED_WAIT_MS,
   sandbox,
   tokenOf,
 } from './helpers/server.js';
@@ -289,6 +290,12 @@ describe('workflowlookup dashboard', () => {
     expect(page.body).toMatch(/line \d+, column \d+/);
     const wf = await get('/workflows/loops-demo');
     expect(wf.status).toBe(200);
+    // Edge labels ("next iteration", "exit, if drafts") are drawn over every edge, none under a dashed one.
+    const lastEdge = wf.body.lastIndexOf('<g class="wf-edge ');
+    const labels = [...wf.body.matchAll(/<g class="wf-edge-label-box"/g)].map((m) => m.index ?? 0);
+    expect(labels.length).toBeGreaterThan(2);
+    expect(Math.min(...labels)).toBeGreaterThan(lastEdge);
+    expect(wf.body).toContain('>next iteration</text>');
     const nodes = [...wf.body.matchAll(/<g class="wf-node[^"]*" data-step="([^"]+)"/g)].map((m) => m[1]);
     expect(nodes.sort()).toEqual(
       [
@@ -406,7 +413,7 @@ describe('workflowlookup dashboard command line', () => {
     const busy = spawnSync(process.execPath, [CLI, 'dashboard', '--port', String(dash.port)], {
       env: sb.env,
       encoding: 'utf8',
-      timeout: 15_000,
+      timeout: SPAWNED_WAIT_MS,
     });
     expect(busy.status).toBe(2);
     expect(busy.stderr).toContain(
