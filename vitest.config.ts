@@ -38,7 +38,17 @@ export default defineConfig({
         // The suites under test/ start apps, servers, databases and browsers, each in a sandbox of its own
         // (directories, env, ports) that it removes afterwards, so they too share one module graph per
         // worker: importing the app again for each file was 30 s of a 220 s run.
-        test: { name: 'integration', include: ['test/**/*.test.ts'], isolate: false },
+        //
+        // Their timeout is a hang detector, not a speed check: a test that starts servers waits on each one's
+        // own signal (a line, an announced URL; test/helpers SPAWNED_WAIT_MS), and on a busy machine several
+        // starts in one test took more than the 30 s the unit tests get.
+        test: {
+          name: 'integration',
+          include: ['test/**/*.test.ts'],
+          isolate: false,
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
       },
     ],
   },

@@ -74,6 +74,22 @@ await build({
   throw error;
 });
 
+// pino, the log (src/telemetry/log.ts), in a file of its own: required on the first line actually
+// written, so the ~8 ms it costs to load are not paid by every start, and bundled, so the installed
+// package needs no node_modules but better-sqlite3's. CommonJS, as pino is: log.ts `require`s it.
+await build({
+  entryPoints: { pino: 'node_modules/pino/pino.js' },
+  outdir: 'dist/vendor',
+  outExtension: { '.js': '.cjs' },
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  minifySyntax: true,
+  legalComments: 'linked',
+  logLevel: 'warning',
+});
+
 // The bundled workflows' checked definitions, keyed by content hash (src/workflows/shipped-definitions.ts):
 // a first start serves them without parsing them or starting the regex and JSON Schema worker.
 writeFileSync(

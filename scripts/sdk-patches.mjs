@@ -45,12 +45,12 @@ function reported(errors, log) {
 }
 
 /**
- * package.json must pin the SDK to one version, and node_modules must hold that version: the patches
- * below are written against its text.
+ * package.json must pin the SDK to one version (a devDependency: it is bundled), and node_modules must
+ * hold that version: the patches below are written against its text.
  */
 function pinProblems(patch) {
   const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-  const pinned = manifest.dependencies?.[SDK];
+  const pinned = manifest.devDependencies?.[SDK] ?? manifest.dependencies?.[SDK];
   const { root, version } = installedSdk();
   if (typeof pinned !== 'string' || !/^\d+\.\d+\.\d+$/.test(pinned))
     return [

@@ -238,7 +238,7 @@ describe('one broken file, one round (issue #23 item 5)', () => {
       .filter((l) => l.startsWith('  '))
       .map((l) => l.trim());
     expect(lines).toEqual([
-      '/version (4:1): must be a string, not a number (written 1.0); write it in quotes: "1.0"',
+      '/version (4:1): must be a string, not a number (written 1.0); write it in quotes: "1.0.0"',
       '/steps/2/promt (17:5): unknown property "promt"; did you mean "prompt"?',
       '/steps/2/prompt (14:5): "prompt" is required',
       '/steps/1/id (9:5): step id "plan" is already used at /steps/0/id',
@@ -258,6 +258,11 @@ describe('one broken file, one round (issue #23 item 5)', () => {
       .replace('promt:', 'prompt:')
       .replace(' ${{ env.SECRET_TOKEN }}', '');
     expect((await callTool(client, 'workflow_validate_manifest', { content: fixed })).errors).toEqual([]);
+    // Quoted but no semantic version: the words say what one is, not the regular expression.
+    const quoted = fixed.replace('version: "1.0.0"', 'version: "1.0"');
+    expect((await callTool(client, 'workflow_validate_manifest', { content: quoted })).errors).toEqual([
+      '/version (4:1): must be a semantic version such as "1.0.0" (major.minor.patch)',
+    ]);
   });
 
   it('an unknown name of any length is quoted briefly (did-you-mean compares at most 64 characters)', async () => {

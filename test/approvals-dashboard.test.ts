@@ -174,6 +174,29 @@ describe('the Approvals page', () => {
     expect(again.headers.location).toBe('/dashboard/approvals?notice=conflict');
   });
 
+  it("renders the agent's report as Markdown, safely; the sign-in page names the approve scope", async () => {
+    const started = await callTool(agent, 'workflow_start', { workflow_id: 'release-approval' });
+    const waiting = await callTool(agent, 'workflow_next_step', {
+      token: tokenOf(started),
+      output: {
+        summary:
+          '## Release 2.1\n\nThe release notes:\n\n- **faster** start-up\n- fixed `--port`\n\n<script>alert(1)</script> [x](javascript:alert(1))',
+      },
+    });
+    expect(waiting.approval.status).toBe('pending');
+    const alice = await signIn(tokens.alice as string);
+    const body = (await page('/dashboard/approvals', alice)).body;
+    const card = body.slice(body.indexOf(`data-approval="${waiting.approval.approval_id}"`));
+    expect(card).toContain('<h2>Release 2.1</h2>');
+    expect(card).toContain('<li><strong>faster</strong> start-up</li>');
+    expect(card).toContain('<code>--port</code>');
+    expect(card).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(card).not.toContain('<script>');
+    expect(card).not.toContain('href="javascript:');
+    const login = await raw(server.port, '/dashboard/login', { headers: NAVIGATE });
+    expect(login.body).toMatch(/<code>read<\/code>[\s\S]*<code>run<\/code>[\s\S]*<code>approve<\/code>/);
+  });
+
   it("hides a server bearer token (wlt_…) and strips terminal controls from an agent's summary", async () => {
     // An agent pastes a credential of this server into its summary, with escapes and a bidi override.
     const leaked = tokens.bob as string;

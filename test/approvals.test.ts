@@ -187,6 +187,10 @@ describe('approval gates', () => {
       approval: { status: 'rejected', decided_by: 'timeout', decided_via: 'timeout' },
     });
     expect(timedOut.validation.issues[0]).toContain('nobody decided in time');
+    // No reason to revise by: the hint says to ask again, and to reach a person.
+    expect(timedOut.validation.suggestions).toEqual([
+      expect.stringContaining('Nobody judged the work, so there is nothing in it to revise'),
+    ]);
   });
 
   it('only the owner (or the named approvers) may decide; another principal learns nothing', async () => {

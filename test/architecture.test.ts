@@ -162,7 +162,7 @@ beforeAll(async () => {
   }
   edges = edges.filter((e) => e.from.startsWith('src/') && e.to.startsWith('src/'));
   externals = externals.filter((e) => e.from.startsWith('src/'));
-}, 60_000);
+});
 
 /** Edges between nodes the allow-list does not list. */
 function edgeViolations(list: readonly Edge[]): string[] {

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { inProcessClient } from './helpers/in-process.js';
 import { inProcessHttp } from './helpers/in-process-http.js';
-import { CLI, callTool, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
+import { CLI, callTool, FIXTURES, ROOT, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 import { apiSandbox } from './helpers/tasks-api.js';
 
 // Checks the server runs itself (verify: {check}), through the real protocol: the operator's file says
@@ -100,6 +100,52 @@ describe('server-run checks', () => {
     writeFileSync(join(work, 'fixed'), '');
     const passed = await call('workflow_next_step', { token: tokenOf(failed), output: { summary: 'fixed' } });
     expect(passed).toMatchObject({ success: true, step_name: 'done' });
+  });
+
+  it('a check with no project to run in names the missing setting, not a tool error (nothing runs)', async () => {
+    // As the examples' checks file was: `cwd: roots` and a client that declares no roots, with no
+    // `directory` (a message naming it), or with one inside this package (whose `npm test` is not the
+    // user's: it answered `biome: not found`).
+    const { sb, work } = prepare({}, { nodir: 'nodir', ours: 'ours' });
+    const ran = join(work, 'ran');
+    const body = `require('fs').writeFileSync(${JSON.stringify(ran)}, 'ran')`;
+    const checksFile = sb.env.WORKFLOWLOOKUP_CHECKS_FILE as string;
+    writeFileSync(
+      checksFile,
+      JSON.stringify({
+        checks: {
+          nodir: { ...script(body), cwd: 'roots' },
+          ours: { ...script(body), cwd: 'roots', directory: join(ROOT, 'examples', 'checks') },
+        },
+      }),
+    );
+    const call = await connect(sb);
+    for (const [id, says] of [
+      [
+        'nodir',
+        `could not run: no working directory: the client declared no MCP roots and checks.nodir in ${checksFile} sets no \`directory\`; the operator sets \`directory\` to the project to check, or uses a client that declares its roots`,
+      ],
+      [
+        'ours',
+        `could not run: not a project: the working directory ${join(ROOT, 'examples', 'checks')} (checks.ours in ${checksFile}'s \`directory\`, as the client declared no MCP roots) is inside workflowlookup's own package`,
+      ],
+    ] as const) {
+      const started = await call('workflow_start', { workflow_id: id });
+      const refused = await call('workflow_next_step', {
+        token: tokenOf(started),
+        output: { summary: 'done' },
+      });
+      expect(refused).toMatchObject({
+        success: false,
+        step_name: 'fix',
+        check: { passed: false, exit_code: null },
+      });
+      expect(refused.validation.issues.join('\n')).toContain(`CHECK_FAILED: check "${id}" ${says}`);
+      const hint = refused.validation.suggestions.join('\n');
+      expect(hint).toContain('no change to the work fixes that: tell the user what the issue says');
+      expect(hint).not.toContain("Fix what the check's output");
+    }
+    expect(existsSync(ran), 'the command never ran').toBe(false);
   });
 
   it('kills a check that hangs (its process group too), and caps one that floods', async () => {

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isDefinitionFile } from '../src/workflows/parse.js';
@@ -121,7 +122,7 @@ describe('cli arguments and configuration', () => {
     sb = sandbox();
     const bogus = run(['serve', '--bogus']);
     expect(bogus.code).toBe(2);
-    expect(bogus.stderr).toContain("Unknown option '--bogus'");
+    expect(bogus.stderr).toContain('unknown option --bogus');
     const validateHelp = run(['validate', '--help']);
     expect(validateHelp.code).toBe(0);
     expect(validateHelp.stdout).toMatch(/^Usage: workflowlookup validate \[--json\] <files\.\.\.>/);
@@ -157,5 +158,49 @@ describe('cli arguments and configuration', () => {
     });
     expect(res.stdout).toContain('workflowlookup');
     expect(res.stderr).toBe('');
+  });
+});
+
+describe('the messages of a command used wrongly', () => {
+  it('name the command, exit 2 on a usage error, and never print nothing', () => {
+    sb = sandbox();
+    const validate = run(['validate']);
+    expect([validate.code, validate.stderr]).toEqual([
+      2,
+      'workflowlookup: validate: name at least one workflow file (validate FILE...)\n',
+    ]);
+    const approve = run(['approve']);
+    expect(approve.code).toBe(2);
+    expect(approve.stderr).toMatch(/^workflowlookup: approve needs exactly one approval id/);
+    // No tokens: stdout stays the (empty) list; stderr says where it looked and how to add one.
+    const tokens = run(['token', 'list']);
+    expect([tokens.code, tokens.stdout]).toEqual([0, '']);
+    expect(tokens.stderr).toMatch(
+      /^No tokens in .*tokens\.json\. Add one with: workflowlookup token add NAME/,
+    );
+    const bogus = run(['list', '--bogus']);
+    expect(bogus.code).toBe(2);
+    const said = bogus.stderr.split('\n')[0] as string;
+    expect(said).toBe(
+      'workflowlookup: unknown option --bogus (a value that starts with "-" goes after --, as in: -- --bogus)',
+    );
+    for (const quote of ["'", '"']) expect(said.split(quote).length % 2, `balanced ${quote}`).toBe(1);
+  });
+
+  it('a port in use names the flag and the variable that choose another (exit 2)', async () => {
+    sb = sandbox();
+    const busy: Server = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    const port = (busy.address() as { port: number }).port;
+    try {
+      const serve = run(['serve', '--http', '--port', String(port)]);
+      expect(serve.code).toBe(2);
+      expect(serve.stderr).toContain(
+        `workflowlookup: port ${port} on 127.0.0.1 is in use: choose another with --port or WORKFLOWLOOKUP_HTTP_PORT (0 picks a free one)`,
+      );
+      expect(serve.stderr).not.toContain('EADDRINUSE');
+    } finally {
+      await new Promise((r) => busy.close(r));
+    }
   });
 });

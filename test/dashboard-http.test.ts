@@ -458,7 +458,7 @@ describe('the dashboard under serve --http, with static tokens', () => {
     });
     expect(again.headers.location).toBe('/dashboard/tasks?notice=finished');
     await alice('tasks/cancel', { taskId: second.result.task.taskId });
-  }, 30_000);
+  });
 
   it('leaves the MCP endpoint as it was: a session cookie is no bearer token there', async () => {
     const cookie = await signIn(tokens.alice as string);

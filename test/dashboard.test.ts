@@ -12,6 +12,7 @@ import {
   FIXTURES,
   RawServer,
   type Sandbox,
+  SPAWNED_WAIT_MS,
   sandbox,
   tokenOf,
 } from './helpers/server.js';
@@ -281,10 +282,20 @@ describe('workflowlookup dashboard', () => {
     const page = await get('/workflows');
     expect(page.body).toMatch(/data-source="runtime"[\s\S]*durable-demo/);
     expect(page.body).toMatch(/data-source="bundled"[\s\S]*coding-task-workflow/);
+    // Steps as an execution counts them (a loop's body, not the loop): coding-task-workflow has 6.
+    expect(page.body).toMatch(
+      />coding-task-workflow<\/a><\/td><td>[^<]*<\/td><td>[^<]*<\/td><td>[^<]*<\/td><td>6<\/td>/,
+    );
     expect(page.body).toMatch(/Broken: <code>[^<]*broken-schema\.yaml<\/code>/);
     expect(page.body).toMatch(/line \d+, column \d+/);
     const wf = await get('/workflows/loops-demo');
     expect(wf.status).toBe(200);
+    // Edge labels ("next iteration", "exit, if drafts") are drawn over every edge, none under a dashed one.
+    const lastEdge = wf.body.lastIndexOf('<g class="wf-edge ');
+    const labels = [...wf.body.matchAll(/<g class="wf-edge-label-box"/g)].map((m) => m.index ?? 0);
+    expect(labels.length).toBeGreaterThan(2);
+    expect(Math.min(...labels)).toBeGreaterThan(lastEdge);
+    expect(wf.body).toContain('>next iteration</text>');
     const nodes = [...wf.body.matchAll(/<g class="wf-node[^"]*" data-step="([^"]+)"/g)].map((m) => m[1]);
     expect(nodes.sort()).toEqual(
       [
@@ -402,10 +413,12 @@ describe('workflowlookup dashboard command line', () => {
     const busy = spawnSync(process.execPath, [CLI, 'dashboard', '--port', String(dash.port)], {
       env: sb.env,
       encoding: 'utf8',
-      timeout: 15_000,
+      timeout: SPAWNED_WAIT_MS,
     });
-    expect(busy.status).toBe(1);
-    expect(busy.stderr).toContain(`port ${dash.port} is in use`);
+    expect(busy.status).toBe(2);
+    expect(busy.stderr).toContain(
+      `port ${dash.port} on 127.0.0.1 is in use: choose another with --port or WORKFLOWLOOKUP_DASHBOARD_PORT`,
+    );
     const env = spawnSync(process.execPath, [CLI, 'dashboard'], {
       env: { ...sb.env, WORKFLOWLOOKUP_DASHBOARD_PORT: '99999' },
       encoding: 'utf8',

@@ -1,4 +1,4 @@
-import { cpSync, statSync } from 'node:fs';
+import { cpSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -462,6 +462,59 @@ describe('tokens expire', () => {
       expect(next.step_name).toBe('implement');
     } finally {
       raw.kill();
+      local.cleanup();
+    }
+  });
+});
+
+describe('progress', () => {
+  it('counts the steps that will run as far as the context decides, says so, and ends at N/N', async () => {
+    const local = sandbox();
+    // `full` is skipped on the start's context; `later` reads a value not set yet (counted, and said).
+    writeFileSync(
+      join(local.runtime, 'skips.yaml'),
+      `id: skips
+name: Skips
+description: steps a condition leaves out
+version: 1.0.0
+steps:
+  - { id: one, title: One, prompt: Do one. }
+  - { id: full, title: Full, prompt: Only in full mode., runCondition: { var: mode, equals: full } }
+  - { id: later, title: Later, prompt: Only if asked., runCondition: { var: asked, equals: true } }
+  - { id: last, title: Last, prompt: Finish. }
+  - { id: extra, title: Extra, prompt: Never in quick mode., runCondition: { var: mode, equals: full } }
+`,
+    );
+    local.env.WORKFLOWLOOKUP_DATA_DIR = join(local.root, 'data');
+    const conn = await connectClient(local);
+    try {
+      const started = await call(
+        'workflow_start',
+        { workflow_id: 'skips', context: { mode: 'quick' } },
+        conn.client,
+      );
+      expect(started).toMatchObject({ step_name: 'one', progress: '1/3' });
+      expect(started.progress_note).toBe(
+        'step 1 of 3 as far as the context decides now; 2 skipped by their runCondition; 1 counted whose runCondition reads values not set yet (retries and repeated loop iterations count as steps handed out).',
+      );
+      const last = await call(
+        'workflow_next_step',
+        { token: tokenOf(started), output: { summary: 'did one' } },
+        conn.client,
+      );
+      // `later` was never asked for: the last step to run says so.
+      expect(last).toMatchObject({ step_name: 'last', progress: '2/2' });
+      expect(last.progress_note).toBe(
+        'step 2 of 2 as far as the context decides now; 1 skipped by their runCondition (retries and repeated loop iterations count as steps handed out).',
+      );
+      const done = await call(
+        'workflow_next_step',
+        { token: tokenOf(last), output: { summary: 'finished' } },
+        conn.client,
+      );
+      expect(done.workflow_state).toBe('completed');
+    } finally {
+      await conn.close();
       local.cleanup();
     }
   });

@@ -215,8 +215,8 @@ describe('authors see the same analysis', () => {
         'implement (criteria)',
       ],
     });
-    // `*` marks a required variable (Mermaid text escapes it as #42;).
-    expect(diagram.mermaid).toContain('sets: taskScope#42;, userExpertise#42;, complexity#42;');
+    // `*` marks a required variable (as it is: inside the quoted label it is no syntax).
+    expect(diagram.mermaid).toContain('sets: taskScope*, userExpertise*, complexity*');
     const source = await call('workflow_get', { id: 'mr-review-workflow', view: 'source' });
     expect(source.context).toEqual([
       {

@@ -8,7 +8,7 @@ type Key = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HttpServer, httpClient, type Json, post, startHttpServer } from './helpers/http-server.js';
 import { inProcessHttp } from './helpers/in-process-http.js';
-import { CLI, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
+import { CLI, FIXTURES, type Sandbox, SPAWNED_WAIT_MS, sandbox, tokenOf } from './helpers/server.js';
 import { TasksApi, TOKEN } from './helpers/tasks-api.js';
 
 const INIT = {
@@ -204,7 +204,7 @@ describe('safe by default', () => {
       env: sb.env,
       cwd: sb.project,
       encoding: 'utf8',
-      timeout: 10_000,
+      timeout: SPAWNED_WAIT_MS,
     });
     expect(res.status).toBe(2);
     expect(res.stderr).toContain('without authentication');

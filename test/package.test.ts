@@ -4,11 +4,13 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
-import { createRequire } from 'node:module';
+import { builtinModules, createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +22,11 @@ import { ROOT } from './helpers/server.js';
 // this checkout's own build (the same version, the same Node): compiling SQLite from source takes
 // minutes here and is better-sqlite3's own install step, which `npm ci` in .ci/run exercises.
 
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  name: string;
+  version: string;
+  dependencies: Record<string, string>;
+};
 const npm = (args: string[], cwd: string, extra: { input?: string } = {}) =>
   spawnSync('npm', args, {
     cwd,
@@ -38,15 +44,18 @@ const npm = (args: string[], cwd: string, extra: { input?: string } = {}) =>
 let work: string;
 let project: string;
 let tarball: string;
+let packedFiles: Set<string>;
 beforeAll(() => {
   if (!existsSync(join(ROOT, 'dist', 'cli.js'))) throw new Error('build first: node scripts/build.mjs');
   work = mkdtempSync(join(tmpdir(), 'wl-pack-'));
-  // Scripts are skipped: the suite has built dist/ already, and `prepare` would only build it again.
+  // Scripts are skipped: the suite has built dist/ already, and `prepack` would only build it again
+  // (replacing the chunks under every other test's running servers).
   const packed = npm(['pack', '--ignore-scripts', '--json', '--pack-destination', work], ROOT);
   expect(packed.status, packed.stderr).toBe(0);
   const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
   tarball = join(work, info?.filename as string);
   const files = new Set(info?.files.map((f) => f.path));
+  packedFiles = files;
   for (const needed of [
     'dist/cli.js',
     'dist/prelude.json',
@@ -94,7 +103,88 @@ function newcomer(): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH ?? '', HOME: home, npm_config_update_notifier: 'false' };
 }
 
+/** Every module specifier the built dist/ loads from node_modules (Node's built-ins left out). */
+function bareImports(dir: string): Map<string, string> {
+  const found = new Map<string, string>();
+  const builtins = new Set(builtinModules);
+  // `from 'x'`, `import 'x'`, `import('x')` and `require('x')`, but not the text of generated code
+  // (ajv's code generator writes strings such as `'require("ajv/dist/runtime/equal")'`, never run).
+  const pattern = /(?:\bfrom\s*|\bimport\s*\(?\s*|(?<![`'"\w.])require\s*\(\s*)(['"])([^'"\s]+)\1/g;
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const path = join(d, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (/\.(c|m)?js$/.test(name))
+        for (const [, , spec] of readFileSync(path, 'utf8').matchAll(pattern)) {
+          if (spec === undefined || spec.startsWith('.') || spec.startsWith('/') || spec.startsWith('node:'))
+            continue;
+          const name = spec.startsWith('@')
+            ? spec.split('/').slice(0, 2).join('/')
+            : (spec.split('/')[0] ?? spec);
+          if (!builtins.has(name)) found.set(name, path.slice(dir.length + 1));
+        }
+    }
+  };
+  walk(dir);
+  return found;
+}
+
+/** Bare imports in dist/ that never run, and why (each is a library's optional path we switch off). */
+const NEVER_LOADED: Record<string, string> = {
+  // pg's libpq binding, required only under NODE_PG_FORCE_NATIVE; we use pg's JavaScript client.
+  'pg-native': 'pg',
+  // json-schema-ref-parser's HTTP resolver; openapi-load.ts switches external resolution off.
+  undici: 'json-schema-ref-parser',
+};
+
+/** Packages and bytes under a node_modules directory. */
+function treeSize(dir: string): { packages: number; bytes: number } {
+  let packages = 0;
+  let bytes = 0;
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const path = join(d, name);
+      const stat = statSync(path);
+      if (stat.isDirectory()) {
+        if (d.endsWith('node_modules') && !name.startsWith('.') && !name.startsWith('@')) packages++;
+        if (d.split('/').at(-2) === 'node_modules' && d.split('/').at(-1)?.startsWith('@')) packages++;
+        walk(path);
+      } else bytes += stat.size;
+    }
+  };
+  walk(dir);
+  return { packages, bytes };
+}
+
+describe('what the package depends on', () => {
+  it('ships as dependencies exactly what dist/ loads from node_modules: better-sqlite3', () => {
+    const loaded = bareImports(join(ROOT, 'dist'));
+    const unexplained = [...loaded].filter(
+      ([name]) => !(name in pkg.dependencies) && !(name in NEVER_LOADED),
+    );
+    expect(unexplained, 'imported by dist/ but not a dependency').toEqual([]);
+    const unused = Object.keys(pkg.dependencies).filter((name) => !loaded.has(name));
+    expect(unused, 'a dependency dist/ never loads: bundle it, list it in devDependencies').toEqual([]);
+    expect(Object.keys(pkg.dependencies)).toEqual(['better-sqlite3']);
+  });
+});
+
 describe('the packed tarball', () => {
+  it('carries no install-time script and no source maps, and installs a small tree', () => {
+    const manifest = JSON.parse(
+      spawnSync('tar', ['xzf', tarball, '-O', 'package/package.json'], { encoding: 'utf8' }).stdout,
+    ) as { scripts?: Record<string, string> };
+    // npm 11 warns about these on install ("not yet covered by allowScripts"); ours only build dist/.
+    for (const script of ['preinstall', 'install', 'postinstall', 'prepare'])
+      expect(manifest.scripts?.[script], script).toBeUndefined();
+    expect([...packedFiles].filter((f) => f.endsWith('.map'))).toEqual([]);
+    // better-sqlite3 alone is 38 packages and ~13 MB; the rest is this package.
+    const { packages, bytes } = treeSize(join(project, 'node_modules'));
+    expect(packages).toBeLessThanOrEqual(45);
+    expect(bytes).toBeLessThanOrEqual(30 * 1024 * 1024);
+    expect(existsSync(join(project, 'node_modules', 'pino')), 'pino is bundled').toBe(false);
+  });
+
   it('installs offline into an empty project and `npx workflowlookup` runs its commands', () => {
     const env = newcomer();
     const run = (args: string[]) =>
@@ -145,7 +235,10 @@ describe('the packed tarball', () => {
       method: 'workflow_start',
       params: { workflow_id: 'coding-task-workflow' },
     });
-    const [init, list, started] = await answers(3);
+    // A line of the log: pino, bundled into dist/vendor (the install has no pino of its own).
+    send({ jsonrpc: '2.0', id: 4, method: 'workflow_get', params: { id: 'no-such-workflow' } });
+    const [init, list, started, missing] = await answers(4);
+    expect(missing?.error?.code).toBe(-32001);
     expect(init?.result?.serverInfo?.name, err).toBe('workflowlookup');
     expect(list?.result?.tools.map((t: { name: string }) => t.name)).toContain('workflow_tools');
     expect(started?.result, JSON.stringify(started) + err).toMatchObject({
@@ -155,13 +248,15 @@ describe('the packed tarball', () => {
     child.stdin.end();
     const code = await new Promise<number | null>((r) => child.on('exit', r));
     expect(code).toBe(0);
+    expect(err).toContain('"msg":"Workflow not found: no-such-workflow"');
   });
 });
 
 describe('a clone', () => {
   it('runs the workflowlookup command through npx in the checkout (npm link puts it on PATH)', () => {
-    // npx in the checkout runs its `prepare` (a rebuild of dist/) unless scripts are off: in the suite
-    // that rebuild replaced the chunks under every other test's running servers (ERR_MODULE_NOT_FOUND).
+    // The checkout has no `prepare` script (dist/ is built by `npm run build`), so npx runs dist/cli.js
+    // as it is; scripts stay off in case one comes back: a rebuild here replaced the chunks under every
+    // other test's running servers (ERR_MODULE_NOT_FOUND).
     const res = spawnSync('npx', ['--no-install', 'workflowlookup', '--version'], {
       cwd: ROOT,
       env: {

@@ -14,7 +14,7 @@ import { conformanceFixtures } from '../src/protocol/conformance-fixtures.js';
 import { poster2026 } from './helpers/http-server.js';
 import { inProcessClient } from './helpers/in-process.js';
 import { inProcessHttp } from './helpers/in-process-http.js';
-import { CLI, type Sandbox, sandbox, twoSteps } from './helpers/server.js';
+import { CLI, type Sandbox, SPAWNED_WAIT_MS, sandbox, twoSteps } from './helpers/server.js';
 
 type Json = Record<string, any>;
 
@@ -567,7 +567,7 @@ describe('the conformance fixtures profile', () => {
     const refused = spawnSync(process.execPath, [CLI, 'serve', '--conformance-fixtures'], {
       env: sb.env,
       encoding: 'utf8',
-      timeout: 20_000,
+      timeout: SPAWNED_WAIT_MS,
     });
     expect(refused.status).toBe(2);
     expect(refused.stderr).toContain('--conformance-fixtures needs --http');

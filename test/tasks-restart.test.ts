@@ -59,7 +59,7 @@ describe('restart safety: tasks and runs live in the store', () => {
       arguments: { workflow_id: 'two-calls' },
       task: { ttl: 600_000 },
     });
-    await first.rpc('tasks/result', { taskId: earlier.result.task.taskId }, 20_000);
+    await first.rpc('tasks/result', { taskId: earlier.result.task.taskId });
     const before = api.requests.length;
     const created = await first.rpc('tools/call', {
       name: 'workflow_run',
@@ -76,7 +76,7 @@ describe('restart safety: tasks and runs live in the store', () => {
     // The task is still there: the restarted server answers for it at once, then resumes the run.
     const seen = await second.rpc('tasks/get', { taskId });
     expect(seen.result).toMatchObject({ taskId, status: expect.stringMatching(/working|completed/) });
-    const done = await second.poll(taskId, (t) => t.status === 'completed', undefined, 30_000);
+    const done = await second.poll(taskId, (t) => t.status === 'completed');
     expect(done._meta['workflowlookup/status']).toMatchObject({ run_id: runId, state: 'succeeded' });
     const result = await second.rpc('tasks/result', { taskId });
     expect(result.result.structuredContent).toMatchObject({
@@ -111,7 +111,7 @@ describe('restart safety: tasks and runs live in the store', () => {
     await (first.server as RawServer).exited;
 
     const second = await client();
-    const failed = await second.poll(taskId, (t) => t.status === 'failed', undefined, 20_000);
+    const failed = await second.poll(taskId, (t) => t.status === 'failed');
     expect(failed.statusMessage).toContain('the server stopped while workflow_author_and_run was running');
     const result = await second.rpc('tasks/result', { taskId });
     expect(result.result).toMatchObject({

@@ -155,7 +155,7 @@ describe('MCP tasks (2025-11-25)', () => {
     expect(list.result.workflows.length).toBeGreaterThan(0);
     expect(c.messages.some((m) => m.id === 'result')).toBe(false);
 
-    const final = await c.answer('result', 20_000);
+    const final = await c.answer('result');
     expect(final.result.isError).toBeFalsy();
     expect(final.result._meta[RELATED]).toEqual({ taskId: task.taskId });
     expect(final.result.structuredContent).toMatchObject({
@@ -343,7 +343,7 @@ describe('MCP tasks (2025-11-25)', () => {
     const c = await client();
     const created = await c.rpc('tools/call', runArgs('broken-api'));
     const runId = created.result._meta['workflowlookup/run'].run_id;
-    const result = await c.rpc('tasks/result', { taskId: created.result.task.taskId }, 20_000);
+    const result = await c.rpc('tasks/result', { taskId: created.result.task.taskId });
     expect(result.result.isError).toBe(true);
     expect(result.result.structuredContent.error.data).toMatchObject({
       error_code: 'COMMAND_FAILED',
@@ -580,9 +580,9 @@ describe('workflow_purge_history', () => {
     const c = await client();
     // One finished run (completed), one waiting on its agent step (running).
     const finished = await c.rpc('tools/call', runArgs('slow-only'));
-    await c.rpc('tasks/result', { taskId: finished.result.task.taskId }, 20_000);
+    await c.rpc('tasks/result', { taskId: finished.result.task.taskId });
     const running = await c.rpc('tools/call', runArgs('slow-review'));
-    await c.poll(running.result.task.taskId, (t) => t.status === 'input_required', undefined, 20_000);
+    await c.poll(running.result.task.taskId, (t) => t.status === 'input_required');
 
     const none = await c.rpc('workflow_purge_history', {});
     expect(none.error.data.error_code).toBe('INVALID_PARAMS');
@@ -624,7 +624,7 @@ describe('workflow_purge_history', () => {
       return { action: 'accept', content: { confirm: true } };
     };
     const run = await c.rpc('tools/call', runArgs('broken-api'));
-    await c.rpc('tasks/result', { taskId: run.result.task.taskId }, 20_000);
+    await c.rpc('tasks/result', { taskId: run.result.task.taskId });
     const purged = await c.rpc('tools/call', {
       name: 'workflow_purge_history',
       arguments: { workflow_id: 'broken-api', state: 'failed' },

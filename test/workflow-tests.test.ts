@@ -796,6 +796,41 @@ describe('bad test files are clear errors that affect nothing else', () => {
     );
   });
 
+  it('a file with schema errors and unknown ids reports all of them in one pass, with did-you-mean (CLI)', () => {
+    const path = folder('one-pass', {
+      'demo.yaml': DEMO,
+      'demo.test.yaml': `scenarios:
+  - name: x
+    stesp:
+      triage: { summary: a }
+    steps:
+      triaje: { summary: a }
+    expect:
+      stat: completed
+      path: [triage, 3]
+`,
+    });
+    const run = spawnSync(process.execPath, [CLI, 'test', path], {
+      env: sb.env,
+      cwd: sb.project,
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(2);
+    const said = run.stderr
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.replace(`${path}/`, ''));
+    // Each line once, in any order: the schema's findings and the ids the workflow does not have.
+    expect(said.sort()).toEqual(
+      [
+        'workflowlookup test: demo.test.yaml:3:5: /scenarios/0/stesp: unknown property "stesp"; did you mean "steps"?',
+        'workflowlookup test: demo.test.yaml:6:7: /scenarios/0/steps/triaje: workflow "demo" has no step "triaje"; its steps are triage, hotfix, round, file-ticket',
+        'workflowlookup test: demo.test.yaml:8:7: /scenarios/0/expect/stat: unknown property "stat"; did you mean "state"?',
+        'workflowlookup test: demo.test.yaml:9:22: /scenarios/0/expect/path/1: must be a string, not a number',
+      ].sort(),
+    );
+  });
+
   it('step and loop ids the workflow does not have, and answers given to the wrong kind of step', async () => {
     const suite = await runDemo(`scenarios:
   - name: x

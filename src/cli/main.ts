@@ -112,7 +112,7 @@ async function checkFile(file: string, policy: CheckPolicy): Promise<FileReport>
 
 async function validateFiles(files: string[], options: ConfigOptions, json: boolean): Promise<number> {
   if (files.length === 0) {
-    process.stderr.write('validate: name at least one workflow file\n');
+    process.stderr.write('workflowlookup: validate: name at least one workflow file (validate FILE...)\n');
     return 2;
   }
   const config = loadConfig(options);
@@ -586,9 +586,15 @@ async function token(rest: string[], options: ConfigOptions, flags: Flags): Prom
     return 0;
   }
   if (action === 'list') {
-    for (const t of listTokens(file)) {
+    const tokens = listTokens(file);
+    for (const t of tokens) {
       process.stdout.write(`${t.name}\t${t.principal}\t${t.scopes.join(',')}\t${t.created_at}\n`);
     }
+    // On stderr: stdout stays the list (empty), for scripts; a person learns where it looked.
+    if (tokens.length === 0)
+      process.stderr.write(
+        `No tokens in ${file}. Add one with: workflowlookup token add NAME --scopes read,run [--principal WHO]\n`,
+      );
     return 0;
   }
   if (action === 'remove' && name) {
@@ -724,6 +730,17 @@ function httpFlags(flags: Flags): HttpFlags {
   };
 }
 
+/**
+ * node:util's parseArgs error in our words: its unknown-option message ends in an unbalanced quote
+ * (`as in '-- "--bogus"`), printed as it is it reads as a broken command line.
+ */
+function parseArgsMessage(error: NodeJS.ErrnoException): string {
+  const option = /^Unknown option '([^']*)'/.exec(error.message)?.[1];
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option !== undefined)
+    return `unknown option ${option} (a value that starts with "-" goes after --, as in: -- ${option})`;
+  return error.message;
+}
+
 async function main(argv: string[]): Promise<number> {
   const first = argv[0];
   const named = first !== undefined && !first.startsWith('-') ? first : undefined;
@@ -745,7 +762,7 @@ async function main(argv: string[]): Promise<number> {
       strict: true,
     });
   } catch (error) {
-    throw new UsageError(name, (error as Error).message);
+    throw new UsageError(name, parseArgsMessage(error as NodeJS.ErrnoException));
   }
   const flags = parsed.values as Flags;
   if (flags.help) {

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { localhostAllowedHostnames, validateHostHeader } from '@modelcontextprotocol/server';
 import type { App } from '../app.js';
+import { ConfigError } from '../config.js';
 import type { ExecutionQueries } from '../executions/execution-queries.js';
 import { Assets, isAssetPath } from './assets.js';
 import { approvalsController } from './controllers/approvals.js';
@@ -166,7 +167,9 @@ export function serveDashboard(dashboard: Dashboard, port: number): Promise<Runn
     server.once('error', (error: NodeJS.ErrnoException) => {
       reject(
         error.code === 'EADDRINUSE'
-          ? new Error(`port ${port} is in use; choose another with --port (0 picks a free one)`)
+          ? new ConfigError(
+              `port ${port} on 127.0.0.1 is in use: choose another with --port or WORKFLOWLOOKUP_DASHBOARD_PORT (0 picks a free one)`,
+            )
           : error,
       );
     });

@@ -125,6 +125,9 @@ export function diagramSvg(diagram: WorkflowDiagram, options: SvgOptions): strin
       `<g class="wf-cluster" data-loop="${attr(cluster.loop)}"><rect x="${round(x)}" y="${round(y)}" width="${round(n.width)}" height="${round(n.height)}" rx="6"/><text x="${round(x + 8)}" y="${round(y + 15)}">${escapeHtml(cluster.title)}</text></g>`,
     );
   }
+  // Edge labels go on top of every edge, drawn after all of them: drawn with its own edge, a label was
+  // crossed by the edges drawn later (a loop's dashed back and skip edges ran through "next iteration").
+  const labels: string[] = [];
   diagram.edges.forEach((e, i) => {
     const laid = g.edge({ v: e.from, w: e.to, name: `e${i}` }) as {
       points: { x: number; y: number }[];
@@ -149,12 +152,13 @@ export function diagramSvg(diagram: WorkflowDiagram, options: SvgOptions): strin
     );
     if (e.label !== undefined && laid.x !== undefined && laid.y !== undefined) {
       const w = laid.width ?? 0;
-      out.push(
-        `<rect class="wf-edge-label-bg" x="${round(laid.x - w / 2)}" y="${round(laid.y - 8)}" width="${round(w)}" height="16" rx="3"/><text class="wf-edge-label" x="${round(laid.x)}" y="${round(laid.y + 4)}">${escapeHtml(clip(e.label, 60))}</text>`,
+      labels.push(
+        `<g class="wf-edge-label-box" data-from="${attr(e.from)}" data-to="${attr(e.to)}"><rect class="wf-edge-label-bg" x="${round(laid.x - w / 2)}" y="${round(laid.y - 8)}" width="${round(w)}" height="16" rx="3"/><text class="wf-edge-label" x="${round(laid.x)}" y="${round(laid.y + 4)}">${escapeHtml(clip(e.label, 60))}</text></g>`,
       );
     }
     out.push('</g>');
   });
+  out.push(...labels);
   for (const box of boxes.values()) {
     const { node, lines } = box;
     const at = g.node(node.id) as { x: number; y: number };

@@ -10,7 +10,7 @@ import {
   type Step,
   type Workflow,
 } from '../model/workflow.js';
-import { asRecord, type Context, evaluateCondition, readPath } from './conditions.js';
+import { asRecord, type Context, conditionVariables, evaluateCondition, readPath } from './conditions.js';
 import { DomainFailure, fail } from './errors.js';
 import { LOOP_CONTROL_KEY } from './workrail.js';
 
@@ -129,6 +129,64 @@ function runs(step: Pick<Step, 'id' | 'runCondition'>, context: Context, observe
   const value = evaluateCondition(step.runCondition, context);
   observe?.({ kind: 'runCondition', step: step.id, value });
   return value;
+}
+
+/** What the steps after the current one come to, as far as the context decides now. */
+export interface StepsAhead {
+  /** Steps still to run: no condition, a condition true now, or one not decided yet (counted). */
+  ahead: number;
+  /** Steps (a loop: its body) whose condition is false on the values set now. */
+  skipped: number;
+  /** Of `ahead`, those whose condition reads a value not set yet. */
+  undecided: number;
+}
+
+/**
+ * The steps after `stepId` in the walk's order, each loop's body counted once: what `progress` counts,
+ * so the last step to run reads `N/N` when the steps after it are skipped. A condition is decided when
+ * every value it reads is set; one that reads a missing value may still go either way, so it counts.
+ */
+export function stepsAhead(workflow: Workflow, stepId: string, context: Context): StepsAhead {
+  const out: StepsAhead = { ahead: 0, skipped: 0, undecided: 0 };
+  const decide = (step: Pick<Step, 'runCondition'>): 'runs' | 'skipped' | 'undecided' => {
+    if (step.runCondition === undefined) return 'runs';
+    if (conditionVariables(step.runCondition).some((v) => readPath(context, v) === undefined))
+      return 'undecided';
+    return evaluateCondition(step.runCondition, context) ? 'runs' : 'skipped';
+  };
+  const count = (steps: readonly Pick<Step, 'runCondition'>[], parent: 'runs' | 'undecided' = 'runs') => {
+    for (const step of steps) {
+      const own = decide(step);
+      if (own === 'skipped') out.skipped++;
+      else {
+        out.ahead++;
+        if (own === 'undecided' || parent === 'undecided') out.undecided++;
+      }
+    }
+  };
+  const bodyRefs = loopBodyRefs(workflow);
+  const top = workflow.steps.filter((s) => !bodyRefs.has(s.id));
+  const at = top.findIndex(
+    (s) => s.id === stepId || (isLoopStep(s) && bodyOf(workflow, s).some((b) => b.id === stepId)),
+  );
+  if (at === -1) return out;
+  const here = top[at] as Step;
+  if (isLoopStep(here)) {
+    // The rest of this iteration's body; later iterations are not known yet.
+    const body = bodyOf(workflow, here);
+    count(body.slice(body.findIndex((b) => b.id === stepId) + 1));
+  }
+  for (const step of top.slice(at + 1)) {
+    if (!isLoopStep(step)) {
+      count([step]);
+      continue;
+    }
+    const loop = decide(step);
+    const body = bodyOf(workflow, step);
+    if (loop === 'skipped') out.skipped += body.length;
+    else count(body, loop);
+  }
+  return out;
 }
 
 /**

@@ -195,8 +195,11 @@ export class Approvals {
       const validation = refusal?.validation ?? {
         valid: false,
         issues: [`APPROVAL_REJECTED: ${who}${record.reason ? `: ${record.reason}` : ''}`],
+        // A timeout judged nothing in the work: there is no reason to act on, only a person to reach.
         suggestions: [
-          'Revise the work as the reason says, then send the step again; it needs a new approval.',
+          how.decider.via === 'timeout'
+            ? 'Nobody judged the work, so there is nothing in it to revise: send the step again (the same output is fine) to ask for a new approval, and tell the user a person must decide it before the timeout.'
+            : 'Revise the work as the reason says, then send the step again; it needs a new approval.',
         ],
       };
       outcome = await this.outcomes.reject(tx, exec, workflow, step, row, {

@@ -3,7 +3,7 @@
 // workflow nor the agent ever supplies a command, an argument, a path or an environment variable.
 import { spawn } from 'node:child_process';
 import { readFileSync, realpathSync, statSync } from 'node:fs';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
@@ -244,6 +244,58 @@ export function workingDirectory(
     }
   }
   return check.directory;
+}
+
+/**
+ * workflowlookup's own package directory (where this module lies: dist/ or src/ of an installed package or
+ * a clone), found once. A check that would run there tests this server, not the user's project: the
+ * examples' checks file lies in it, and `npm test` there walks up to the package's own package.json.
+ */
+let ownPackage: string | null | undefined;
+function ownPackageDir(): string | undefined {
+  if (ownPackage === undefined) {
+    ownPackage = null;
+    for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+      try {
+        const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown };
+        if (manifest.name === 'workflowlookup') {
+          ownPackage = realpathOr(dir);
+          break;
+        }
+      } catch {
+        // no package.json here: keep walking up
+      }
+      if (dirname(dir) === dir) break;
+    }
+  }
+  return ownPackage ?? undefined;
+}
+
+/**
+ * Why a command check has no usable working directory, naming the setting that gives it one: the agent
+ * can fix none of this, and a tool's own error from the wrong directory (`biome: not found`) would read
+ * as something to fix in the work.
+ */
+export function workingDirectoryProblem(
+  name: string,
+  check: CommandCheck,
+  cwd: string | undefined,
+  roots: readonly string[] | undefined,
+  file: string,
+): string | undefined {
+  const where = `checks.${name} in ${file}`;
+  const noRoots =
+    check.cwd === 'roots'
+      ? (roots ?? []).length === 0
+        ? 'the client declared no MCP roots'
+        : 'no MCP root the client declared is usable here'
+      : undefined;
+  if (cwd === undefined)
+    return `no working directory: ${noRoots ?? 'none is configured'} and ${where} sets no \`directory\`; the operator sets \`directory\` to the project to check${noRoots === undefined ? '' : ', or uses a client that declares its roots'}`;
+  const own = ownPackageDir();
+  if (own !== undefined && inside(realpathOr(cwd), own))
+    return `not a project: the working directory ${cwd} (${noRoots !== undefined ? `${where}'s \`directory\`, as ${noRoots}` : `${where}'s \`directory\``}) is inside workflowlookup's own package; the operator sets \`directory\` to the project to check${noRoots === undefined ? '' : ', or uses a client that declares its roots'}`;
+  return undefined;
 }
 
 function realpathOr(path: string): string {
@@ -627,7 +679,14 @@ export class ConfiguredChecks implements CheckRunner {
     const check = this.config?.checks.get(name) as CheckDefinition;
     if ('http' in check) return this.runHttp(name, check, options.signal);
     const cwd = workingDirectory(check, options.roots);
-    if (cwd === undefined) {
+    const problem = workingDirectoryProblem(
+      name,
+      check,
+      cwd,
+      options.roots,
+      this.config?.file ?? 'the checks file',
+    );
+    if (cwd === undefined || problem !== undefined) {
       return {
         check: name,
         passed: false,
@@ -637,7 +696,8 @@ export class ConfiguredChecks implements CheckRunner {
         output_bytes: 0,
         truncated: false,
         tail: '',
-        error: 'no working directory: the client sent no usable root and the check configures no directory',
+        ...(cwd !== undefined ? { cwd } : {}),
+        error: problem ?? 'no working directory',
       };
     }
     return runCommandCheck(name, check, cwd, this.deps.env, options.signal, this.deps.secrets);

@@ -2,7 +2,7 @@
 import { asRecord } from '../engine/conditions.js';
 import { fail } from '../engine/errors.js';
 import type { Guidance } from '../engine/guidance.js';
-import type { LoopPosition } from '../engine/next-step.js';
+import type { LoopPosition, StepsAhead } from '../engine/next-step.js';
 import type { ExecutionState } from '../engine/state-machine.js';
 import type { ValidationResult } from '../engine/validation-engine.js';
 import { isLoopStep, type PromptStep, type Workflow } from '../model/workflow.js';
@@ -127,6 +127,8 @@ export interface StepView {
   agent_name: string;
   agent_content: string;
   progress: string;
+  /** What `progress` counted: the steps after this one as the context decides them now. */
+  progress_note: string;
   step: PromptStep;
   guidance: Guidance;
   loop?: LoopPosition;
@@ -368,7 +370,25 @@ export function canonical(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-/** Number of prompt steps a definition has (loop bodies counted once): the denominator of progress. */
+/**
+ * `progress` of a step handed out: the steps handed out so far (the current one included) over those
+ * plus the ones still to run as far as the context decides now, and a note that says what was counted.
+ */
+export function progressOf(seq: number, ahead: StepsAhead): { progress: string; progress_note: string } {
+  const parts = [
+    `step ${seq} of ${seq + ahead.ahead} as far as the context decides now`,
+    ...(ahead.skipped > 0 ? [`${ahead.skipped} skipped by their runCondition`] : []),
+    ...(ahead.undecided > 0
+      ? [`${ahead.undecided} counted whose runCondition reads values not set yet`]
+      : []),
+  ];
+  return {
+    progress: `${seq}/${seq + ahead.ahead}`,
+    progress_note: `${parts.join('; ')} (retries and repeated loop iterations count as steps handed out).`,
+  };
+}
+
+/** Number of steps a definition has (loop bodies counted once): what a workflow is said to have. */
 export function plannedSteps(workflow: Workflow): number {
   const bodyRefs = new Set(
     workflow.steps.flatMap((s) => (isLoopStep(s) && typeof s.body === 'string' ? [s.body] : [])),

@@ -3,13 +3,13 @@ import { asRecord, type Context } from '../engine/conditions.js';
 import { fail } from '../engine/errors.js';
 import { stepFill } from '../engine/fill.js';
 import { buildGuidance, contextScope } from '../engine/guidance.js';
-import { nextStep, serverOwnedKeys, type WalkEvent } from '../engine/next-step.js';
+import { nextStep, serverOwnedKeys, stepsAhead, type WalkEvent } from '../engine/next-step.js';
 import { type ExecutionState, isTerminal } from '../engine/state-machine.js';
 import { renderPreview, type TemplateScope } from '../engine/templating.js';
 import { isCommandStep, type PromptStep, type Workflow } from '../model/workflow.js';
 import type { ExecutionRecord, ExecutionStore, StoreReader, StoreWriter } from '../store/execution-store.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
-import { DEFAULT_AGENT, nowIso, plannedSteps, type StepView } from './execution-model.js';
+import { DEFAULT_AGENT, nowIso, progressOf, type StepView } from './execution-model.js';
 import { RecordChain } from './record-chain.js';
 import { TokenService } from './tokens.js';
 
@@ -265,7 +265,7 @@ export class StepMachine {
       step_name: step.id,
       agent_name: agentName,
       agent_content: agentContent,
-      progress: `${exec.current_seq}/${Math.max(exec.current_seq, plannedSteps(workflow))}`,
+      ...progressOf(exec.current_seq, stepsAhead(workflow, step.id, next.context)),
       step,
       guidance,
       ...(next.loop ? { loop: next.loop } : {}),

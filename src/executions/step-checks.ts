@@ -73,8 +73,11 @@ export class StepChecks {
 /** A check's verdict added to the step's validation: a failure is one more issue, with the output tail. */
 export function withCheck(validation: ValidationResult, result: CheckResult): ValidationResult {
   if (result.passed) return validation;
+  // Never started (no working directory, a command not found, a service not reached): nothing the
+  // work changes, unlike an exit code or an HTTP status.
+  const notRun = result.error !== undefined && result.exit_code === null && !result.timed_out;
   const how = result.error
-    ? result.error
+    ? `${notRun ? 'could not run: ' : ''}${result.error}`
     : result.timed_out
       ? `timed out after ${result.duration_ms} ms and was stopped`
       : `exited with ${result.exit_code ?? `signal ${result.signal ?? 'unknown'}`}`;
@@ -83,7 +86,9 @@ export function withCheck(validation: ValidationResult, result: CheckResult): Va
     issues: [...validation.issues, `CHECK_FAILED: check "${result.check}" ${how}`],
     suggestions: [
       ...validation.suggestions,
-      `Fix what the check's output (check.tail) shows, then send the step again: the server runs "${result.check}" again.`,
+      notRun
+        ? `The check "${result.check}" could not run, and no change to the work fixes that: tell the user what the issue says (the server's configuration), then send the step again once it is fixed.`
+        : `Fix what the check's output (check.tail) shows, then send the step again: the server runs "${result.check}" again.`,
     ],
   };
 }

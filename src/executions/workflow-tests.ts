@@ -26,6 +26,7 @@ import {
   type ParsedTests,
   placed,
   readTestFile,
+  salvagedFindings,
   testedWorkflowId,
 } from '../workflows/test-files.js';
 import {
@@ -152,10 +153,13 @@ export class WorkflowTests {
   /** Runs one test file against the workflow beside it (or, failing that, the one the sources serve). */
   async runFile(file: string, options: RunOptions & { folders?: Folders } = {}): Promise<SuiteResult> {
     const parsed = await readTestFile(file);
-    const id = testedWorkflowId(file, parsed.tests);
-    if (!parsed.valid || parsed.tests === undefined || id === undefined)
+    const tests = parsed.tests ?? parsed.salvaged;
+    const id = testedWorkflowId(file, tests);
+    if (tests === undefined || id === undefined)
       return invalid({ file, ...(id !== undefined ? { workflow_id: id } : {}) }, 'tests', parsed.errors);
-    const found = await this.workflowBeside(file, id, parsed.tests, options.folders ?? new Map());
+    const found = await this.workflowBeside(file, id, tests, options.folders ?? new Map());
+    if (!parsed.valid && !('workflow' in found))
+      return invalid({ file, workflow_id: id }, 'tests', parsed.errors);
     if (!('workflow' in found)) {
       const errors = found.invalid === 'tests' ? placed(found.errors, parsed.locate) : found.errors;
       return invalid({ file, workflow_id: id }, found.invalid, errors);
@@ -181,7 +185,14 @@ export class WorkflowTests {
       workflow_id: workflow.id,
       ...(definition.file !== undefined ? { workflow_file: definition.file } : {}),
     };
-    if (!parsed.valid || parsed.tests === undefined) return invalid(base, 'tests', parsed.errors);
+    if (!parsed.valid || parsed.tests === undefined) {
+      // The ids an invalid file names are checked too: one round of errors, not one per fix.
+      const unknownIds =
+        parsed.salvaged !== undefined
+          ? salvagedFindings(parsed.errors, checkTestsAgainst(workflow, parsed.salvaged, parsed.locate))
+          : [];
+      return invalid(base, 'tests', [...parsed.errors, ...unknownIds]);
+    }
     const tests = parsed.tests;
     await this.deps.registry.ready();
     const unknown = [

@@ -972,7 +972,10 @@ function buildSchemas() {
       id: IdSchema.describe('Workflow id, unique across all sources'),
       name: z.string().min(1).max(200).describe('Human-friendly name'),
       description: z.string().min(1).describe('What the workflow accomplishes'),
-      version: z.string().regex(SEMVER).describe('Semantic version of the definition'),
+      version: z
+        .string()
+        .regex(SEMVER, 'must be a semantic version such as "1.0.0" (major.minor.patch)')
+        .describe('Semantic version of the definition'),
       category: z
         .string()
         .min(1)

@@ -3,7 +3,9 @@
  * the request's correlation id (the `correlation_id` its error answers carry) and, when traces are on,
  * the trace and span ids. On a terminal the same events are printed as short human lines instead.
  */
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import type { DestinationStream, Logger as PinoLogger } from 'pino';
 import { requestScope } from './context.js';
 import { echoedName } from './metrics.js';
@@ -96,13 +98,21 @@ export interface LoggerOptions {
 }
 
 /**
- * pino, required on the first line actually written: bundled, its 150 KB cost ~8 ms of every start
- * (a tenth of the first answer), for a log that most runs never write to. It is a dependency, so
- * `require` finds it in node_modules beside the bundle (or the sources).
+ * pino, required on the first line actually written: in the main bundle, its 150 KB would cost ~8 ms of
+ * every start (a tenth of the first answer), for a log that most runs never write to. The build bundles
+ * it into dist/vendor/pino.cjs (the installed package has no pino in node_modules); this module is in
+ * dist/cli.js or a chunk under dist/chunks/, so both places are tried. From the sources, pino itself.
  */
 let pinoModule: typeof import('pino').default | undefined;
 const loadPino = () => {
-  pinoModule ??= createRequire(import.meta.url)('pino') as typeof import('pino').default;
+  if (pinoModule === undefined) {
+    const bundled = ['./vendor/pino.cjs', '../vendor/pino.cjs']
+      .map((p) => new URL(p, import.meta.url))
+      .find((url) => existsSync(fileURLToPath(url)));
+    pinoModule = createRequire(import.meta.url)(
+      bundled === undefined ? 'pino' : fileURLToPath(bundled),
+    ) as typeof import('pino').default;
+  }
   return pinoModule;
 };
 

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { App } from '../app.js';
-import { integerSetting } from '../config.js';
+import { ConfigError, integerSetting } from '../config.js';
 import { Health, type ReadinessCheck } from '../telemetry/health.js';
 import type { MetricSources, Prometheus } from '../telemetry/prometheus.js';
 import type { Mount, RunningHttp } from './http.js';
@@ -159,9 +159,17 @@ export async function startObservability(app: App): Promise<Observability> {
       res.end('this listener serves /metrics, /healthz and /readyz\n');
     });
     await new Promise<void>((resolve, reject) => {
-      listening.once('error', reject);
+      const failed = (error: NodeJS.ErrnoException) =>
+        reject(
+          error.code === 'EADDRINUSE'
+            ? new ConfigError(
+                `port ${port} on ${host} (/metrics and the probes) is in use: choose another with WORKFLOWLOOKUP_METRICS_PORT, or leave it unset`,
+              )
+            : error,
+        );
+      listening.once('error', failed);
       listening.listen(port, host, () => {
-        listening.off('error', reject);
+        listening.off('error', failed);
         resolve();
       });
     });

@@ -243,13 +243,22 @@ function asWritten(finding: Violation, source: string | undefined): Violation {
   // Only where the finding already quotes the value (never the whole text of something unreadable).
   if (source === undefined || finding.path === '' || !QUOTES_VALUE.has(finding.rule)) return finding;
   if (finding.rule === 'type' && finding.expected === 'string' && !/^["']/.test(source)) {
+    // `version: 1.0` quoted is still no semantic version: the hint gives one that is accepted.
+    const quoted = finding.path === '/version' ? semanticVersion(source) : source;
     return {
       ...finding,
-      message: `${finding.message} (written ${source}); write it in quotes: "${source.replaceAll('"', '\\"')}"`,
+      message: `${finding.message} (written ${source}); write it in quotes: "${quoted.replaceAll('"', '\\"')}"`,
       actual: source,
     };
   }
   return { ...finding, actual: source };
+}
+
+/** `1` and `1.0` as the semantic version they abbreviate (`1.0.0`); anything else as it is. */
+function semanticVersion(source: string): string {
+  const parts = source.split('.');
+  if (!parts.every((p) => /^(0|[1-9]\d*)$/.test(p)) || parts.length > 3) return source;
+  return [...parts, '0', '0'].slice(0, 3).join('.');
 }
 
 /**

@@ -330,8 +330,10 @@ describe('toMermaid', () => {
     expect(label.replaceAll('<br/>', ' ')).not.toMatch(/["<>[\]{}|`\n]/);
     expect(label).toContain('#60;script#62;');
     expect(label).toContain('#35;1#59;');
+    // Quotes read as quotes (single ones), parentheses as they are: the text stays readable.
+    expect(label).toContain("A 'quoted' #60;script#62;alert(1)#60;/script#62;");
     // The condition is one quoted edge label: no way out of the quotes, no directive on its own line.
     expect(text.split('\n').filter((l) => l.includes('click'))).toHaveLength(1);
-    expect(text).toContain('-->|"if q == #34;#92;#34;#93;#59; click n1 call x#40;#41;#34;"| n1');
+    expect(text).toContain(`-->|"if q == '#92;'#93;#59; click n1 call x()'"| n1`);
   });
 });

@@ -259,9 +259,14 @@ export function workflowDiagram(workflow: Workflow): WorkflowDiagram {
   return { nodes, edges, clusters };
 }
 
-// Mermaid entity codes (`#34;`) are decoded by Mermaid and never read as syntax or markup.
+// Labels are quoted, so only what could end the quotes, open markup or an entity is encoded (Mermaid's
+// entity codes, `#60;`, decoded by Mermaid and never read as syntax). A double quote becomes a single one:
+// conditions read `taskScope == 'large'`, not `taskScope == #34;large#34;`; parentheses and `*` stay.
 const mermaidText = (s: string) =>
-  s.replace(/\s+/g, ' ').replace(/[#"<>&*_`[\]{}()|;\\]/g, (c) => `#${c.charCodeAt(0)};`);
+  s
+    .replace(/\s+/g, ' ')
+    .replaceAll('"', "'")
+    .replace(/[#<>&`[\]{}|;\\]/g, (c) => `#${c.charCodeAt(0)};`);
 
 const SHAPES: Record<DiagramNodeKind, (label: string) => string> = {
   start: (t) => `(("${t}"))`,

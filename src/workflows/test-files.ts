@@ -19,7 +19,8 @@ import {
   realDir,
   UnsafeFileError,
 } from './safe-files.js';
-import { type TestFile, TestFileSchema } from './test-format.js';
+import { propertyNamesAt } from './schema-names.js';
+import { type TestFile, TestFileSchema, testFileJsonSchema } from './test-format.js';
 import { issuesToViolations, toPointer } from './validate-definition.js';
 
 /** The test file extensions, in the order a workflow's test files are looked for. */
@@ -102,6 +103,11 @@ export interface ParsedTests {
   valid: boolean;
   errors: Violation[];
   tests?: TestFile;
+  /**
+   * An invalid file's step and loop ids, where they have the right shape: checked against the workflow
+   * in the same pass as the schema, so a file with two mistakes reports both (as a workflow file does).
+   */
+  salvaged?: TestFile;
   /** Places findings made later (ids the workflow does not have) in the text. */
   locate: Locator;
 }
@@ -174,9 +180,69 @@ export async function parseTests(source: TestSource): Promise<ParsedTests> {
   }
   const result = TestFileSchema.safeParse(data);
   if (!result.success) {
-    return { valid: false, errors: placed(issuesToViolations(result.error.issues, data), locate), locate };
+    // Did-you-mean from the test file's own schema (the workflow's names would suggest nothing useful).
+    const namesAt = (path: readonly PropertyKey[]) => propertyNamesAt(path, testFileJsonSchema);
+    return {
+      valid: false,
+      errors: placed(issuesToViolations(result.error.issues, data, [], namesAt), locate),
+      salvaged: salvageTests(data as Record<string, unknown>),
+      locate,
+    };
   }
   return { valid: true, errors: [], tests: result.data, locate };
+}
+
+/**
+ * The parts of a test file that name steps, loops and the workflow, each kept only where it has the
+ * shape checkTestsAgainst reads (scenarios keep their places, so the paths stay right).
+ */
+function salvageTests(data: Record<string, unknown>): TestFile {
+  const object = (v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  const keys = (v: unknown) => Object.fromEntries(Object.keys(object(v) ?? {}).map((k) => [k, {}]));
+  const list = (v: unknown) => (Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x : '')) : []);
+  const scenarios = (Array.isArray(data.scenarios) ? data.scenarios : []).map((raw) => {
+    const scenario = object(raw) ?? {};
+    const expect = object(scenario.expect);
+    return {
+      steps: keys(scenario.steps),
+      commands: keys(scenario.commands),
+      ...(expect !== undefined
+        ? {
+            expect: {
+              path: list(expect.path),
+              skipped: list(expect.skipped),
+              visits: keys(expect.visits),
+              rejected: (Array.isArray(expect.rejected) ? expect.rejected : []).map((r) => ({
+                step: typeof object(r)?.step === 'string' ? (object(r)?.step as string) : '',
+              })),
+              ...(typeof expect.stopped_at === 'string' ? { stopped_at: expect.stopped_at } : {}),
+              requests: keys(expect.requests),
+              loops: keys(expect.loops),
+            },
+          }
+        : {}),
+    };
+  });
+  return {
+    ...(typeof data.workflow === 'string' ? { workflow: data.workflow } : {}),
+    steps: keys(data.steps),
+    commands: keys(data.commands),
+    scenarios,
+  } as unknown as TestFile;
+}
+
+/**
+ * A salvaged file's unknown ids, beside its schema errors: none at a place the schema faulted already
+ * (a misshapen value there is that error, not an unknown id), and none for the blanks salvageTests left.
+ */
+export function salvagedFindings(errors: readonly Violation[], found: readonly Violation[]): Violation[] {
+  const faulted = errors.map((e) => e.path);
+  return found.filter(
+    (f) =>
+      f.actual !== '' &&
+      !faulted.some((p) => f.path === p || f.path.startsWith(`${p}/`) || p.startsWith(`${f.path}/`)),
+  );
 }
 
 /** Violations with the line and column of their node, where the text is known. */

@@ -73,6 +73,8 @@ export function issuesToViolations(
   issues: readonly Issue[],
   root: unknown,
   base: PropertyKey[] = [],
+  /** The names allowed at a path, for did-you-mean (default: the workflow schema's). */
+  namesAt: (path: readonly PropertyKey[]) => string[] = propertyNamesAt,
 ): Violation[] {
   const out: Violation[] = [];
   for (const issue of issues) {
@@ -86,10 +88,10 @@ export function issuesToViolations(
         (branch.every((i) => i.code === 'invalid_type' && i.path.length === 0) ? 0.5 : 0);
       const best = [...issue.errors].sort((a, b) => score(a) - score(b))[0] ?? [];
       const nearest = best.filter((i) => !(i.code === 'unrecognized_keys' && best.length > 1));
-      out.push(...issuesToViolations(nearest.length > 0 ? nearest : best, root, path));
+      out.push(...issuesToViolations(nearest.length > 0 ? nearest : best, root, path, namesAt));
       continue;
     }
-    if (issue.code === 'unrecognized_keys') out.push(...unknownKeyViolations(issue.keys, path));
+    if (issue.code === 'unrecognized_keys') out.push(...unknownKeyViolations(issue.keys, path, namesAt));
     else out.push(issueToViolation(issue, path, root));
   }
   return dedupe(out);
@@ -99,10 +101,14 @@ export function issuesToViolations(
  * One violation per unknown property, at the property itself (so its line and column are the key's),
  * with the nearest allowed names; the rest of a long list is counted in one more.
  */
-function unknownKeyViolations(keys: readonly string[], path: PropertyKey[]): Violation[] {
+function unknownKeyViolations(
+  keys: readonly string[],
+  path: PropertyKey[],
+  namesAt: (path: readonly PropertyKey[]) => string[],
+): Violation[] {
   let known: string[] | undefined;
   const out: Violation[] = keys.slice(0, MAX_KEYS_SHOWN).map((key) => {
-    known ??= propertyNamesAt(path);
+    known ??= namesAt(path);
     const shown = key.length > 64 ? `${key.slice(0, 64)}…` : key;
     return {
       path: toPointer([...path, key]),

@@ -1,6 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { request } from 'node:http';
-import { CLI, type Sandbox } from './server.js';
+import { CLI, type Sandbox, SPAWNED_WAIT_MS } from './server.js';
 
 /** `workflowlookup dashboard --port 0` as a child process, with the URL it printed. */
 export interface DashboardProcess {
@@ -28,7 +28,10 @@ export async function startDashboard(
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`dashboard did not start: ${out}${err}`)), 15_000);
+    const timer = setTimeout(
+      () => reject(new Error(`dashboard did not start: ${out}${err}`)),
+      SPAWNED_WAIT_MS,
+    );
     child.stdout.setEncoding('utf8').on('data', (c: string) => {
       out += c;
       const match = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);

@@ -1,6 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { CLI, type Sandbox } from './server.js';
+import { CLI, type Sandbox, SPAWNED_WAIT_MS } from './server.js';
 
 /** The built server running `serve --http` on an ephemeral port. */
 export interface HttpServer {
@@ -42,7 +42,7 @@ export async function startHttpServer(
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL announced:\n${stderr}`)), 10_000);
+    const timer = setTimeout(() => reject(new Error(`no URL announced:\n${stderr}`)), SPAWNED_WAIT_MS);
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (chunk: string) => {
       stderr += chunk;

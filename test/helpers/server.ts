@@ -58,6 +58,15 @@ export const INIT = {
   params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'raw', version: '1.0.0' } },
 };
 
+/**
+ * How long a test waits on a spawned process that is alive but has not given the signal awaited yet (a
+ * line, its announced URL): a hang detector, not a speed check. Every wait is on the process's own
+ * signal, and one that exits fails the wait at once with its stderr, so a slow machine only waits
+ * longer. It stays below the integration tests' own timeout (vitest.config.ts) so that a hang reports
+ * what the process said rather than vitest's bare "timed out".
+ */
+export const SPAWNED_WAIT_MS = 100_000;
+
 /** A server spoken to in raw JSON-RPC lines. */
 export class RawServer {
   readonly child: ChildProcessWithoutNullStreams;
@@ -105,9 +114,7 @@ export class RawServer {
   }
 
   /** Waits until at least `count` lines arrived and returns them parsed (all must be JSON). */
-  // A wait limit, not a speed assertion: generous, since a loaded machine may take seconds to start a
-  // server (the test's own timeout is 30 s).
-  async read(count: number, timeoutMs = 25_000): Promise<Record<string, unknown>[]> {
+  async read(count: number, timeoutMs = SPAWNED_WAIT_MS): Promise<Record<string, unknown>[]> {
     const deadline = Date.now() + timeoutMs;
     while (this.lines.length < count) {
       if (this.dead)

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { InProcessRaw } from './in-process-raw.js';
-import { FIXTURES, RawServer, type Sandbox } from './server.js';
+import { FIXTURES, RawServer, type Sandbox, SPAWNED_WAIT_MS } from './server.js';
 import { type TasksApi, TOKEN } from './tasks-api.js';
 
 type Json = Record<string, any>;
@@ -84,7 +84,7 @@ export class TaskClient {
   }
 
   /** Sends a request and waits for its answer. */
-  async rpc(method: string, params?: Json, timeoutMs = 15_000): Promise<Json> {
+  async rpc(method: string, params?: Json, timeoutMs = SPAWNED_WAIT_MS): Promise<Json> {
     const id = `c${this.next++}`;
     this.send(id, method, params);
     return this.answer(id, timeoutMs);
@@ -94,11 +94,11 @@ export class TaskClient {
     this.server.send({ jsonrpc: '2.0', id, method, ...(params !== undefined ? { params } : {}) });
   }
 
-  async answer(id: string, timeoutMs = 15_000): Promise<Json> {
+  async answer(id: string, timeoutMs = SPAWNED_WAIT_MS): Promise<Json> {
     return this.waitFor((m) => m.id === id && m.method === undefined, timeoutMs);
   }
 
-  async waitFor(predicate: (m: Json) => boolean, timeoutMs = 15_000): Promise<Json> {
+  async waitFor(predicate: (m: Json) => boolean, timeoutMs = SPAWNED_WAIT_MS): Promise<Json> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.messages.find(predicate);
@@ -113,7 +113,12 @@ export class TaskClient {
   }
 
   /** Polls tasks/get until the task satisfies `until`. */
-  async poll(taskId: string, until: (task: Json) => boolean, meta?: Json, timeoutMs = 20_000): Promise<Json> {
+  async poll(
+    taskId: string,
+    until: (task: Json) => boolean,
+    meta?: Json,
+    timeoutMs = SPAWNED_WAIT_MS,
+  ): Promise<Json> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const res = await this.rpc('tasks/get', { taskId, ...(meta ? { _meta: meta } : {}) });

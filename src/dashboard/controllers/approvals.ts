@@ -1,4 +1,5 @@
 // The dashboard's Approvals page: the step outputs waiting for a person, and the form that decides one.
+// The agent's report is Markdown, rendered safely as everywhere else on the dashboard (markdown.ts).
 // Deciding needs the `approve` scope (people hold it, agents' credentials should not), a same-site POST
 // and the page's form token; a principal sees and decides only what it may (its own executions, or the
 // steps that name it as an approver). The standalone dashboard's local user owns the store and may
@@ -9,6 +10,7 @@ import { outputDigest } from '../../executions/approvers.js';
 import type { Decider } from '../../executions/execution-service.js';
 import type { ApprovalRecord } from '../../store/execution-store.js';
 import { html, type SafeHtml } from '../html.js';
+import { renderMarkdown } from '../markdown.js';
 import { href, layout, type PageContext, relative } from '../pages/page-kit.js';
 import { APPROVAL_ID, EXECUTION_ID } from '../params.js';
 import { HttpError, readForm, refuseCrossSite } from '../responses.js';
@@ -60,7 +62,7 @@ function pendingCard(
 <h2>${a.prompt}</h2>
 <p><a href="${execution}">${a.execution_id}</a> · ${a.workflow_name} / step <code>${a.step_name}</code> · owner ${a.principal} · asked ${relative(a.requested_at, now)}${a.expires_at ? html` · rejected by timeout ${relative(a.expires_at, now)}` : ''}</p>
 <p>What the agent reports:</p>
-<pre class="pre">${ctx.redact.text(summaryOf(a.output).slice(0, 20_000))}</pre>
+<div class="summary markdown">${renderMarkdown(ctx.redact.text(summaryOf(a.output).slice(0, 20_000)))}</div>
 ${form}
 </section>`;
 }

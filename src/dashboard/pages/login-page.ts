@@ -17,7 +17,7 @@ ${view.message !== undefined ? html`<p class="notice notice-conflict" role="aler
 <label>Token <input type="password" name="token" autocomplete="off" spellcheck="false" required autofocus maxlength="7000"></label>
 <button type="submit">Sign in</button>
 </form>
-<p class="muted">Paste a static token (<code>workflowlookup token add NAME</code>) or a JWT from your identity provider. It is checked exactly as the MCP endpoint checks it and is not kept: a signed cookie remembers who you are and your scopes for ${SESSION_HOURS} hours (less if the JWT expires sooner). You see your own executions and runs only. Pages need the <code>read</code> scope; pausing, resuming, abandoning and cancelling need <code>run</code>.</p>
+<p class="muted">Paste a static token (<code>workflowlookup token add NAME</code>) or a JWT from your identity provider. It is checked exactly as the MCP endpoint checks it and is not kept: a signed cookie remembers who you are and your scopes for ${SESSION_HOURS} hours (less if the JWT expires sooner). You see your own executions and runs only. Pages need the <code>read</code> scope; pausing, resuming, abandoning and cancelling need <code>run</code>; approving and rejecting need <code>approve</code> (for the approvals your principal decides).</p>
 </section>`;
   return layout(ctx, { title: 'Sign in', nav: 'none', body, anonymous: true });
 }

@@ -1,4 +1,5 @@
 // The workflows page: every source, highest precedence first, with its valid and broken files.
+import { plannedSteps } from '../../executions/execution-model.js';
 import type { Violation } from '../../model/violation.js';
 import type { GitSourceStatus } from '../../workflows/git/git-sources.js';
 import type { RegistryEntry } from '../../workflows/registry.js';
@@ -26,7 +27,7 @@ export function workflowsPage(
     const rows = valid.map((e) => {
       const w = e.workflow;
       const shadowed = effective(w.id)?.file !== e.file;
-      return html`<tr${shadowed ? html` class="shadowed"` : ''}><td><a href="${href(ctx, `/workflows/${encodeURIComponent(w.id)}`)}">${w.id}</a>${shadowed ? html` <span class="muted">(overridden)</span>` : ''}</td><td>${w.name}</td><td>${w.version}</td><td>${w.category ?? 'general'}</td><td>${w.steps.length}</td></tr>`;
+      return html`<tr${shadowed ? html` class="shadowed"` : ''}><td><a href="${href(ctx, `/workflows/${encodeURIComponent(w.id)}`)}">${w.id}</a>${shadowed ? html` <span class="muted">(overridden)</span>` : ''}</td><td>${w.name}</td><td>${w.version}</td><td>${w.category ?? 'general'}</td><td>${plannedSteps(w)}</td></tr>`;
     });
     const status = source.git === undefined ? undefined : git.find((g) => g.id === source.git?.id);
     return html`<section class="source" data-source="${source.kind}">

@@ -32,6 +32,7 @@ export function leanStep(view: StepView) {
     agent_name: view.agent_name,
     agent_content: view.agent_content,
     progress: view.progress,
+    progress_note: view.progress_note,
     guidance: { modelHint, requiresConfirmation },
     ...(view.loop
       ? {

@@ -52,7 +52,14 @@ const StepViewShape = {
     .string()
     .optional()
     .describe('Persona and step instructions (title, prompt, guidance, what the output is checked for)'),
-  progress: z.string().optional().describe('Steps handed out / planned'),
+  progress: z
+    .string()
+    .optional()
+    .describe('Steps handed out / those plus the steps still to run as far as the context decides now'),
+  progress_note: z
+    .string()
+    .optional()
+    .describe('What progress counted: steps skipped by their conditions, undecided ones'),
   guidance: z
     .object({ modelHint: z.string(), requiresConfirmation: z.boolean() })
     .optional()
@@ -276,7 +283,11 @@ export function executionTools(service: () => Promise<ExecutionService>): ToolDe
           .nullable()
           .describe('running, paused, awaiting_approval, server (a command step), or null when finished'),
         agent_name: z.string().nullable().describe('Persona for the step'),
-        progress: z.string().nullable().describe('Steps handed out / planned'),
+        progress: z
+          .string()
+          .nullable()
+          .describe('Steps handed out / those plus the steps still to run as far as the context decides now'),
+        progress_note: z.string().optional().describe('What progress counted'),
         agent_content: z.string().nullable().describe('Persona and step instructions'),
         instructions: z.string().describe('What to do'),
         continuation_token: z.string().optional().describe('Token for workflow_next_step'),

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { HttpSettings } from '../../config.js';
+import { ConfigError, type HttpSettings } from '../../config.js';
 import type { Logger } from '../../telemetry/log.js';
 import { withIncomingHeaders } from '../../telemetry/trace.js';
 import { json, rpcError } from './answers.js';
@@ -83,9 +83,18 @@ export async function listenNode(
   });
 
   await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
+    // A port in use is a setting to change, named as the operator sets it (not `listen EADDRINUSE`).
+    const failed = (error: NodeJS.ErrnoException) =>
+      reject(
+        error.code === 'EADDRINUSE'
+          ? new ConfigError(
+              `port ${settings.port} on ${settings.host} is in use: choose another with --port or WORKFLOWLOOKUP_HTTP_PORT (0 picks a free one)`,
+            )
+          : error,
+      );
+    http.once('error', failed);
     http.listen(settings.port, settings.host, () => {
-      http.off('error', reject);
+      http.off('error', failed);
       resolve();
     });
   });
