@@ -42,6 +42,7 @@ export const RESOURCE_SCOPES: ReadonlyMap<string, Scope> = new Map<string, Scope
   ['step_history', 'run'],
   ['workflow_artifacts', 'run'],
   ['workflow_step_artifacts', 'run'],
+  ['execution_record', 'run'],
   ['telemetry', 'run'],
   ['telemetry_query', 'run'],
   ['execution_telemetry', 'run'],
