@@ -1,7 +1,6 @@
 // Proof of process (issue #34): what chaining the record costs a step, and what signing and verifying
 // a 1,000-event record take. Chaining: stdio workflow_next_step p50 of this build against a build
-// without records (`--before path/to/dist/cli.js`), interleaved in rounds on the same machine, as a
-// ratio. Signing: p50 of reading the execution_record resource (the chain read in one transaction,
+// without records (`--before path/to/dist/cli.js`), the two servers stepped in turn, as a ratio. Signing: p50 of reading the execution_record resource (the chain read in one transaction,
 // the statement built and signed) of an execution with 1,000+ events, against workflow_status of the
 // same execution (the read alone). Verifying: `workflowlookup verify` on that record, against
 // `workflowlookup --version` (the process start alone). Scenario module of `npm run bench`; alone:
@@ -41,20 +40,33 @@ async function session(cli, env) {
   };
 }
 
-/** p50 of `steps` back-to-back steps (after 200 to warm up). */
-async function stepP50(cli, env, steps) {
-  const s = await session(cli, env);
+/**
+ * p50 of `steps` steps on each build, the two servers running side by side and stepped in turn (one step
+ * on one, then one on the other), so both see the same machine at the same moments; after 200 to warm up.
+ */
+async function pairedP50(beforeCli, afterCli, envOf, round, steps) {
+  const before = await session(beforeCli, envOf(`before-${round}`));
+  const after = await session(afterCli, envOf(`after-${round}`));
   try {
-    for (let i = 0; i < 200; i++) await s.step(i);
-    const samples = [];
-    for (let i = 0; i < steps; i++) {
-      const t = performance.now();
-      await s.step(i);
-      samples.push(performance.now() - t);
+    for (let i = 0; i < 200; i++) {
+      await before.step(i);
+      await after.step(i);
     }
-    return stats(samples).medianMs;
+    const samples = { before: [], after: [] };
+    for (let i = 0; i < steps; i++) {
+      // Alternate which goes first, so neither always follows the other.
+      const order = i % 2 === 0 ? ['before', 'after'] : ['after', 'before'];
+      for (const which of order) {
+        const s = which === 'before' ? before : after;
+        const t = performance.now();
+        await s.step(i);
+        samples[which].push(performance.now() - t);
+      }
+    }
+    return { before: stats(samples.before).medianMs, after: stats(samples.after).medianMs };
   } finally {
-    await s.server.stop();
+    await before.server.stop();
+    await after.server.stop();
   }
 }
 
@@ -76,8 +88,7 @@ export async function run(ctx) {
   if (ctx.args.before) {
     for (let r = 0; r < rounds; r++) {
       ctx.progress(`round ${r + 1}/${rounds}: ${steps} steps on each build`);
-      const before = await stepP50(ctx.args.before, envOf(`before-${r}`), steps);
-      const after = await stepP50(ctx.cli, envOf(`after-${r}`), steps);
+      const { before, after } = await pairedP50(ctx.args.before, ctx.cli, envOf, r, steps);
       chaining.push({ before, after, ratio: round(after / before) });
     }
   }
