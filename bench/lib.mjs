@@ -188,6 +188,34 @@ export function loopWorkflow(dir) {
 }
 
 /**
+ * Initializes a stdio server (a LineServer) and gives `call(name, args)`: the tool's structured answer,
+ * or an error naming the tool and the answer.
+ */
+export async function initialized(server) {
+  const init = await server.request('initialize', INIT_PARAMS, 0);
+  if (init.error) throw new Error(`the server did not start: ${server.stderr}`);
+  server.notify('notifications/initialized');
+  return async (name, args) => {
+    const res = await server.request('tools/call', { name, arguments: args });
+    if (res.error || res.result.isError)
+      throw new Error(`${name} failed: ${JSON.stringify(res).slice(0, 400)}`);
+    return res.result.structuredContent;
+  };
+}
+
+/** Starts `bench-loop` through `call`: its execution id, and `step(i)`, which takes one more step. */
+export async function loopExecution(call) {
+  const started = await call('workflow_start', { workflow_name: 'bench-loop', context: { more: true } });
+  let token = requireToken(started);
+  return {
+    executionId: started.execution_id,
+    step: async (i) => {
+      token = requireToken(await call('workflow_next_step', { token, output: { summary: `tick ${i}` } }));
+    },
+  };
+}
+
+/**
  * Environments for servers that loop on `bench-loop` only (no bundled workflows, no rate limit), sharing
  * one home under `ctx.tmp/<prefix>-*`: `env(name)` gives each server its own fresh data dir.
  */

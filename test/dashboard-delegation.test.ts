@@ -3,51 +3,15 @@
 // a child with its parent; the executions list shows the tree; the workflow_status resource lists the
 // children. Another principal sees none of it. The browser checks (1280 and 390 px) are in
 // dashboard.browser.test.ts.
-import { writeFileSync } from 'node:fs';
+import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { raw } from './helpers/dashboard.js';
 import { inProcessHttp, staticTokens } from './helpers/in-process-http.js';
-import { callTool, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
+import { callTool, FIXTURES, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
 
 type Json = Record<string, any>;
-
-const ROUTINE = `id: review-routine
-name: Review routine
-description: One reviewer looks at one angle of a change
-version: 1.0.0
-steps:
-  - id: read
-    title: Read the change
-    prompt: Read the change for {{focus}}.
-  - id: report
-    title: Report
-    prompt: Report what you found.
-`;
-
-const FAN_OUT = `id: fan-out
-name: Fan-out review
-description: Plan, three reviewers side by side, then a synthesis
-version: 1.0.0
-steps:
-  - id: plan
-    title: Plan
-    prompt: Say what changed.
-  - id: reviews
-    title: Reviews
-    prompt: Reviewers look at the change from three angles.
-    delegate:
-      workflow: review-routine
-      timeout: 120m
-      children:
-        - { name: security, context: { focus: security } }
-        - { name: performance, context: { focus: performance } }
-        - { name: readability, context: { focus: readability } }
-  - id: synthesis
-    title: Synthesis
-    prompt: Combine the reviews in context.reviews.
-`;
 
 const NAVIGATE = { 'sec-fetch-mode': 'navigate', 'sec-fetch-site': 'none', accept: 'text/html' };
 
@@ -95,8 +59,7 @@ const rowsOf = (body: string) =>
 
 beforeAll(async () => {
   sb = sandbox();
-  writeFileSync(join(sb.runtime, 'review-routine.yaml'), ROUTINE);
-  writeFileSync(join(sb.runtime, 'fan-out.yaml'), FAN_OUT);
+  cpSync(join(FIXTURES, 'fan-out'), sb.runtime, { recursive: true });
   const tokens = await staticTokens(sb, {
     alice: { scopes: ['read', 'run'] },
     bob: { scopes: ['read', 'run'] },

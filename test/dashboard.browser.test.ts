@@ -19,41 +19,6 @@ type Json = Record<string, any>;
 
 const RUNS = chromiumFor('dashboard browser suite');
 
-/** Delegation: a routine each child runs, and a workflow that hands three of them out, then joins. */
-const REVIEW_ROUTINE = `id: review-routine
-name: Review routine
-description: One reviewer looks at one angle of a change
-version: 1.0.0
-steps:
-  - id: read
-    title: Read the change
-    prompt: Read the change for {{focus}}.
-  - id: report
-    title: Report
-    prompt: Report what you found.
-`;
-const FAN_OUT = `id: fan-out
-name: Fan-out review
-description: Plan, three reviewers side by side, then a synthesis
-version: 1.0.0
-steps:
-  - id: plan
-    title: Plan
-    prompt: Say what changed.
-  - id: reviews
-    title: Reviews
-    prompt: Reviewers look at the change from three angles.
-    delegate:
-      workflow: review-routine
-      timeout: 120m
-      children:
-        - { name: security, context: { focus: security } }
-        - { name: performance, context: { focus: performance } }
-        - { name: readability, context: { focus: readability } }
-  - id: synthesis
-    title: Synthesis
-    prompt: Combine the reviews in context.reviews.
-`;
 const XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">';
 
 let sb: Sandbox;
@@ -117,8 +82,8 @@ beforeAll(async () => {
     join(ROOT, 'examples', 'approvals', 'release-approval.yaml'),
     join(sb.runtime, 'release-approval.yaml'),
   );
-  writeFileSync(join(sb.runtime, 'review-routine.yaml'), REVIEW_ROUTINE);
-  writeFileSync(join(sb.runtime, 'fan-out.yaml'), FAN_OUT);
+  // Delegation: fan-out hands three reviewers out as child executions, then joins.
+  cpSync(join(FIXTURES, 'fan-out'), sb.runtime, { recursive: true });
   sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
   client = new Client(
     { name: 'browser-test-host', version: '1.0.0' },

@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   cpuMsPreciseOf,
-  INIT_PARAMS,
+  initialized,
   LineServer,
   loopServerEnvs,
   peakRssOf,
@@ -84,15 +84,7 @@ async function stdioWalks(ctx, env, walks, children) {
   const server = new LineServer(ctx.cli, env);
   const pid = server.child.pid;
   try {
-    const init = await server.request('initialize', INIT_PARAMS, 0);
-    if (init.error) throw new Error(`the server did not start: ${server.stderr}`);
-    server.notify('notifications/initialized');
-    const call = async (name, args) => {
-      const res = await server.request('tools/call', { name, arguments: args });
-      if (res.error || res.result.isError)
-        throw new Error(`${name} failed: ${JSON.stringify(res).slice(0, 400)}`);
-      return res.result.structuredContent;
-    };
+    const call = await initialized(server);
     let loopToken = requireToken(
       await call('workflow_start', { workflow_name: 'bench-loop', context: { more: true } }),
     );

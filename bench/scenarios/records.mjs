@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { INIT_PARAMS, LineServer, loopServerEnvs, requireToken, round, stats } from '../lib.mjs';
+import { initialized, LineServer, loopExecution, loopServerEnvs, round, stats } from '../lib.mjs';
 import { numberArg, runAlone } from '../pg-lib.mjs';
 
 export const title = 'Execution records: chaining per step, signing and verifying a 1,000-event record';
@@ -19,25 +19,8 @@ export async function skip() {
 
 async function session(cli, env) {
   const server = new LineServer(cli, env);
-  const init = await server.request('initialize', INIT_PARAMS, 0);
-  if (init.error) throw new Error(`the server did not start: ${server.stderr}`);
-  server.notify('notifications/initialized');
-  const call = async (name, args) => {
-    const res = await server.request('tools/call', { name, arguments: args });
-    if (res.error || res.result.isError)
-      throw new Error(`${name} failed: ${JSON.stringify(res).slice(0, 400)}`);
-    return res.result.structuredContent;
-  };
-  const started = await call('workflow_start', { workflow_name: 'bench-loop', context: { more: true } });
-  let token = requireToken(started);
-  return {
-    server,
-    call,
-    executionId: started.execution_id,
-    step: async (i) => {
-      token = requireToken(await call('workflow_next_step', { token, output: { summary: `tick ${i}` } }));
-    },
-  };
+  const call = await initialized(server);
+  return { server, call, ...(await loopExecution(call)) };
 }
 
 /**

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { INIT_PARAMS, LineServer, loopWorkflow, requireToken, round, stats } from '../lib.mjs';
+import { initialized, LineServer, loopExecution, loopWorkflow, round, stats } from '../lib.mjs';
 import { numberArg, runAlone } from '../pg-lib.mjs';
 
 export const title = 'Step tail: stdio workflow_next_step p50/p99 and bytes allocated per step, by component';
@@ -23,21 +23,7 @@ export async function skip() {
 const HEAP_SAMPLER = join(fileURLToPath(new URL('.', import.meta.url)), '..', 'heap-sampler.mjs');
 
 async function started(server) {
-  const init = await server.request('initialize', INIT_PARAMS, 0);
-  if (init.error) throw new Error(`the server did not start: ${server.stderr}`);
-  server.notify('notifications/initialized');
-  const call = async (name, args) => {
-    const res = await server.request('tools/call', { name, arguments: args });
-    if (res.error || res.result.isError)
-      throw new Error(`${name} failed: ${JSON.stringify(res).slice(0, 400)}`);
-    return res.result.structuredContent;
-  };
-  let token = requireToken(
-    await call('workflow_start', { workflow_name: 'bench-loop', context: { more: true } }),
-  );
-  return async (i) => {
-    token = requireToken(await call('workflow_next_step', { token, output: { summary: `tick ${i}` } }));
-  };
+  return (await loopExecution(await initialized(server))).step;
 }
 
 const WARM_UP = 1000;

@@ -1,28 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  assemble,
-  LOCAL,
-  type PartsKit,
-  partsKit,
-  twoStepWorkflow,
-} from '../../test/helpers/execution-parts.js';
+import { describe, expect, it } from 'vitest';
+import { assembledKits, LOCAL, twoStepWorkflow } from '../../test/helpers/execution-parts.js';
 import type { Decider } from './execution-deps.js';
 import type { Outcome } from './execution-model.js';
 
 // The approvals part alone: holding an output, who decides it (the operator's approvers, never the
 // workflow's word alone), decisions made on what was shown, timeouts by the injected clock.
 
-const kits: PartsKit[] = [];
-afterEach(async () => {
-  for (const kit of kits.splice(0)) await kit.close();
-});
+const assembled = assembledKits();
 
 const OPERATOR: Decider = { principal: null, name: 'cli:op', via: 'cli', operator: true };
 
 async function waiting(approval: Record<string, unknown>, team: string[] = []) {
-  const kit = await partsKit({ approvers: new Set(team) });
-  kits.push(kit);
-  const parts = assemble(kit);
+  const { kit, parts } = await assembled({ approvers: new Set(team) });
   const workflow = twoStepWorkflow({ approval: { prompt: 'Ship it?', ...approval } });
   const started = await parts.starting.start(
     { workflow_id: 'two', definition: kit.definition(workflow) },

@@ -1,25 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  assemble,
-  LOCAL,
-  type PartsKit,
-  partsKit,
-  twoStepWorkflow,
-} from '../../test/helpers/execution-parts.js';
+import { describe, expect, it } from 'vitest';
+import { assembledKits, LOCAL, twoStepWorkflow } from '../../test/helpers/execution-parts.js';
 
 // The starting part alone: a new execution enters its first step; an id that exists is that execution
 // (the caller's) or unavailable (another principal's, revealing nothing); a step naming a check this
 // server cannot run is refused before anything starts.
 
-const kits: PartsKit[] = [];
-afterEach(async () => {
-  for (const kit of kits.splice(0)) await kit.close();
-});
+const assembled = assembledKits();
 
 async function kit() {
-  const k = await partsKit();
-  kits.push(k);
-  return { k, parts: assemble(k) };
+  const { kit: k, parts } = await assembled();
+  return { k, parts };
 }
 
 describe('Starting', () => {

@@ -1,24 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  assemble,
-  LOCAL,
-  type PartsKit,
-  partsKit,
-  twoStepWorkflow,
-} from '../../test/helpers/execution-parts.js';
+import { describe, expect, it } from 'vitest';
+import { assembledKits, LOCAL, twoStepWorkflow } from '../../test/helpers/execution-parts.js';
 
 // The state-changes part alone: who paused an execution is kept while it is paused; a person's pause
 // holds against the agent (unless the principal overrides it); where an execution stands.
 
-const kits: PartsKit[] = [];
-afterEach(async () => {
-  for (const kit of kits.splice(0)) await kit.close();
-});
+const assembled = assembledKits();
 
 async function started() {
-  const kit = await partsKit();
-  kits.push(kit);
-  const parts = assemble(kit);
+  const { kit, parts } = await assembled();
   const outcome = await parts.starting.start(
     { workflow_id: 'two', definition: kit.definition(twoStepWorkflow()) },
     LOCAL,

@@ -1,21 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  assemble,
-  LOCAL,
-  type PartsKit,
-  partsKit,
-  twoStepWorkflow,
-} from '../../test/helpers/execution-parts.js';
+import { describe, expect, it } from 'vitest';
+import { assembledKits, LOCAL, twoStepWorkflow } from '../../test/helpers/execution-parts.js';
 import type { CheckResult, CheckRunner } from './checks.js';
 import { withCheck } from './step-checks.js';
 
 // The checks part alone: a step's check runs once per token however many submissions of it arrive at
 // once, and its verdict joins the step's validation as one more issue.
 
-const kits: PartsKit[] = [];
-afterEach(async () => {
-  for (const kit of kits.splice(0)) await kit.close();
-});
+const assembled = assembledKits();
 
 /** Checks that pass after `release()`, counting their runs. */
 function heldChecks() {
@@ -49,9 +40,7 @@ function heldChecks() {
 describe('StepChecks', () => {
   it('runs the check once for concurrent submissions of one token, and they all get one answer', async () => {
     const { runner, release } = heldChecks();
-    const kit = await partsKit({ checks: runner });
-    kits.push(kit);
-    const parts = assemble(kit);
+    const { kit, parts } = await assembled({ checks: runner });
     const started = await parts.starting.start(
       { workflow_id: 'two', definition: kit.definition(twoStepWorkflow({ verify: { check: 'tests' } })) },
       LOCAL,

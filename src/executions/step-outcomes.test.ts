@@ -1,11 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  assemble,
-  LOCAL,
-  type PartsKit,
-  partsKit,
-  twoStepWorkflow,
-} from '../../test/helpers/execution-parts.js';
+import { describe, expect, it } from 'vitest';
+import { assembledKits, LOCAL, twoStepWorkflow } from '../../test/helpers/execution-parts.js';
 import type { Context } from '../engine/conditions.js';
 import { findPromptStep } from '../engine/next-step.js';
 import type { Workflow } from '../model/workflow.js';
@@ -13,10 +7,7 @@ import type { Workflow } from '../model/workflow.js';
 // The kernel alone: the walk after an accepted output takes the output's one submission check (never
 // checks it again), and a loop ahead that cannot start is a refusal to send back, not an error.
 
-const kits: PartsKit[] = [];
-afterEach(async () => {
-  for (const kit of kits.splice(0)) await kit.close();
-});
+const assembled = assembledKits();
 
 const LOOPING = {
   id: 'looping',
@@ -35,11 +26,7 @@ const LOOPING = {
   ],
 } as unknown as Workflow;
 
-async function parts() {
-  const kit = await partsKit();
-  kits.push(kit);
-  return { kit, parts: assemble(kit) };
-}
+const parts = () => assembled();
 
 describe('StepOutcomes', () => {
   it("records what the output's one submission check found, without checking the output again", async () => {

@@ -1,28 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  assemble,
-  LOCAL,
-  type PartsKit,
-  partsKit,
-  twoStepWorkflow,
-} from '../../test/helpers/execution-parts.js';
+import { describe, expect, it } from 'vitest';
+import { assembledKits, LOCAL, twoStepWorkflow } from '../../test/helpers/execution-parts.js';
 import type { Outcome } from './execution-model.js';
 
 // The submission part alone: one transaction per output that advances or refuses (a fresh token, one more
 // attempt), a token used again with the same output replays, with another is a conflict, and a token of
 // another principal proves nothing.
 
-const kits: PartsKit[] = [];
-afterEach(async () => {
-  for (const kit of kits.splice(0)) await kit.close();
-});
+const assembled = assembledKits();
 
 const tokenOf = (o: Outcome) => ('token' in o ? (o.token as string) : '');
 
 async function started(first: Record<string, unknown> = {}) {
-  const kit = await partsKit();
-  kits.push(kit);
-  const parts = assemble(kit);
+  const { kit, parts } = await assembled();
   const outcome = await parts.starting.start(
     { workflow_id: 'two', definition: kit.definition(twoStepWorkflow(first)) },
     LOCAL,

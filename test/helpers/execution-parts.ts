@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { afterEach } from 'vitest';
 import { ValidationEngine } from '../../src/engine/validation-engine.js';
 import { Approvals } from '../../src/executions/approvals.js';
 import { CommandPhase } from '../../src/executions/command-phase.js';
@@ -100,4 +101,22 @@ export function assemble(kit: PartsKit) {
   };
   const submission = new Submission(parts, outcomes, approvals, checks, phase, delegation);
   return { outcomes, approvals, states, starting, checks, submission, delegation };
+}
+
+/**
+ * A maker of assembled kits for one test file: each kit it makes is closed after the test that made it
+ * (call it at the top of the file, where `afterEach` registers).
+ */
+export function assembledKits(): (
+  options?: Partial<ExecutionDeps>,
+) => Promise<{ kit: PartsKit; parts: ReturnType<typeof assemble> }> {
+  const open: PartsKit[] = [];
+  afterEach(async () => {
+    for (const kit of open.splice(0)) await kit.close();
+  });
+  return async (options = {}) => {
+    const kit = await partsKit(options);
+    open.push(kit);
+    return { kit, parts: assemble(kit) };
+  };
 }
