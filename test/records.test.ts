@@ -3,6 +3,7 @@ import { createHash, createPublicKey, verify as edVerify, generateKeyPairSync } 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Decider, ExecutionService } from '../src/executions/execution-service.js';
@@ -10,6 +11,7 @@ import { eventHash, genesis } from '../src/executions/record-model.js';
 import { type Statement, signStatement } from '../src/record/envelope.js';
 import type { RecordKeyring } from '../src/record/keys.js';
 import { verifyRecord } from '../src/record/verify.js';
+import { addToken } from '../src/transports/http-auth.js';
 import { inProcessClient } from './helpers/in-process.js';
 import { inProcessHttp } from './helpers/in-process-http.js';
 import { CLI, callTool, type Sandbox, sandbox, tokenOf } from './helpers/server.js';
@@ -392,6 +394,11 @@ describe('execution records', () => {
         ok: false,
         failure: expect.stringMatching(/^event 4 \([a-z_]+\): .*\(the event was edited\)$/),
       });
+      // What the dashboard's execution page says of it, from the stored chain (nothing signed for that).
+      expect(await app.services.records.status(id, { principal: 'local' })).toMatchObject({
+        ok: false,
+        text: expect.stringMatching(/^event 4 \([a-z_]+\): .*\(the event was edited\)$/),
+      });
       // An execution from before records existed: its chain is made from its telemetry, marked migrated.
       db.prepare('DELETE FROM execution_record WHERE execution_id = ?').run(id);
       const migrated = await readRecord(id);
@@ -577,5 +584,42 @@ describe('execution records', () => {
       env: sb.env,
     });
     expect(fromDashboard.stdout).toContain(`verified: execution ${id}`);
+  });
+
+  it("another principal's token reads no record of alice's: not through the resource, not from the dashboard", async () => {
+    const { sb } = prepare();
+    const file = join(sb.root, 'tokens.json');
+    writeFileSync(file, JSON.stringify({ tokens: [] }));
+    const alice = await addToken(file, 'alice-agent', ['read', 'run'], 'alice');
+    const bob = await addToken(file, 'bob-agent', ['read', 'run'], 'bob');
+    const server = await inProcessHttp(
+      sb,
+      { WORKFLOWLOOKUP_AUTH: 'tokens', WORKFLOWLOOKUP_TOKENS_FILE: file },
+      { dashboard: true },
+    );
+    open.push(server);
+    const client = async (token: string) => {
+      const c = new Client({ name: 'agent', version: '1.0.0' });
+      await c.connect(
+        new StreamableHTTPClientTransport(new URL(server.url), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
+      open.push(c);
+      return c;
+    };
+    const aliceClient = await client(alice);
+    const started = await callTool(aliceClient, 'workflow_start', { workflow_id: 'checked-release' });
+    const uri = `workflowlookup://workflow/execution_record/${started.execution_id}`;
+    const mine = await aliceClient.readResource({ uri });
+    expect(JSON.parse((mine.contents[0] as { text: string }).text)).toHaveProperty('dsseEnvelope');
+    const bobClient = await client(bob);
+    await expect(bobClient.readResource({ uri })).rejects.toThrow(/not found/i);
+    const download = (token: string) =>
+      fetch(new URL(`/dashboard/executions/${started.execution_id}/record`, server.url), {
+        headers: { authorization: `Bearer ${token}` },
+      });
+    expect((await download(bob)).status).toBe(404);
+    expect((await download(alice)).status).toBe(200);
   });
 });

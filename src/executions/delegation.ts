@@ -14,7 +14,7 @@ import { type ExecutionState, isTerminal } from '../engine/state-machine.js';
 import { render, TemplateError } from '../engine/templating.js';
 import { checkSubmission } from '../engine/workrail.js';
 import type { PromptStep, Workflow } from '../model/workflow.js';
-import type { ExecutionRecord, StoreWriter } from '../store/execution-store.js';
+import type { ExecutionRecord, StepRecord, StoreWriter } from '../store/execution-store.js';
 import { currentTraceparent } from '../telemetry/trace.js';
 import { DECIDED } from './approvals.js';
 import {
@@ -387,7 +387,7 @@ export class Delegation {
     parent: ExecutionRecord,
     workflow: Workflow,
     step: PromptStep,
-    row: Parameters<StepOutcomes['complete']>[4],
+    row: StepRecord,
     d: DelegationState,
   ): Promise<Outcome> {
     // Children the join no longer needs (any, at least N) stop now: their work would be thrown away.
@@ -444,7 +444,7 @@ export class Delegation {
     parent: ExecutionRecord,
     workflow: Workflow,
     step: PromptStep,
-    row: Parameters<StepOutcomes['complete']>[4],
+    row: StepRecord,
     d: DelegationState,
   ): Promise<Outcome> {
     const open = d.children.filter((c) => !isTerminal(c.state)).map((c) => c.name);

@@ -17,7 +17,8 @@ import type {
 import type { ApprovalView, Caller, CurrentState, Outcome, StepOutput } from './execution-model.js';
 import { ExecutionQueries } from './execution-queries.js';
 import { StepMachine } from './execution-steps.js';
-import { digest, genesis, type RecordData } from './record-model.js';
+import { toChainEvent } from './record-chain.js';
+import { type ChainEvent, digest, genesis, type RecordData } from './record-model.js';
 import { Starting } from './starting.js';
 import { StateChanges } from './state-changes.js';
 import { StepChecks } from './step-checks.js';
@@ -250,6 +251,17 @@ export class ExecutionService {
         head,
       };
     });
+  }
+
+  /**
+   * The execution's chained events as stored, read without a lock (the dashboard checks them on each
+   * view); empty for an execution whose chain is not made yet (`record` makes it).
+   */
+  async recordEvents(executionId: string, caller: Caller): Promise<ChainEvent[]> {
+    const exec = await this.deps.store.getExecution(executionId);
+    if (exec === undefined || exec.principal !== caller.principal)
+      fail({ code: 'execution_not_found', message: 'Execution not found', executionId });
+    return (await this.deps.store.getRecordEvents(executionId)).map(toChainEvent);
   }
 
   /** workflow_resume: runs command steps left pending (a crash, a wait), then reports the current step. */

@@ -7,7 +7,7 @@ import type { Caller } from '../executions/execution-model.js';
 import type { ExecutionService } from '../executions/execution-service.js';
 import { signRecord } from './envelope.js';
 import type { Jwks, RecordKeyring } from './keys.js';
-import { type Verified, verifyRecord } from './verify.js';
+import { checkChain } from './verify.js';
 
 export class Records {
   constructor(
@@ -33,9 +33,24 @@ export class Records {
     return jwks === undefined ? undefined : keysOf(jwks);
   }
 
-  /** Whether a record verifies against the published keys (the dashboard shows it beside the download). */
-  check(bundle: SerializedBundle): { ok: true; verified: Verified } | { ok: false; failure: string } {
-    return verifyRecord(JSON.stringify(bundle), { keys: this.trusted() });
+  /**
+   * What the dashboard says of an execution's record: whether its stored chain holds (checked as
+   * `verify` checks a record's), and the key a download is signed with. Nothing is signed for this.
+   */
+  async status(executionId: string, caller: Caller): Promise<{ ok: boolean; text: string }> {
+    const events = await (await this.executions()).recordEvents(executionId, caller);
+    if (events.length === 0)
+      return {
+        ok: true,
+        text: 'no events chained yet: the first download makes its chain from the telemetry',
+      };
+    const chain = checkChain(executionId, events);
+    if (!chain.ok) return { ok: false, text: chain.failure };
+    const { keyid } = this.keyring.signing();
+    return {
+      ok: true,
+      text: `${events.length} events chained${chain.migrated > 0 ? ` (${chain.migrated} made from older telemetry)` : ''}, signed by key ${keyid.slice(0, 16)}…`,
+    };
   }
 }
 

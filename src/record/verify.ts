@@ -183,12 +183,26 @@ function statementOf(payload: Buffer): Statement {
   return statement;
 }
 
-/** Each event in its place, linked to the one before, its hash its content's; the head the last. */
-function chainOf(p: RecordPredicate): number {
-  const id = p.execution.id;
+/**
+ * An execution's events as a chain: each in its place, linked to the one before, its hash its content's.
+ * What the verifier checks of a record, and what the dashboard checks of the stored events.
+ */
+export function checkChain(
+  executionId: string,
+  events: readonly ChainEvent[],
+): { ok: true; head: string; migrated: number } | { ok: false; failure: string } {
+  try {
+    return { ok: true, ...linked(executionId, events) };
+  } catch (error) {
+    if (error instanceof Failure) return { ok: false, failure: error.message };
+    throw error;
+  }
+}
+
+function linked(id: string, events: readonly ChainEvent[]): { head: string; migrated: number } {
   let prev = genesis(id);
   let migrated = 0;
-  p.events.forEach((e: ChainEvent, i) => {
+  events.forEach((e, i) => {
     const n = i + 1;
     if (e.n !== n)
       refuse(
@@ -208,9 +222,15 @@ function chainOf(p: RecordPredicate): number {
     if (e.migrated === true) migrated += 1;
     prev = hash;
   });
+  return { head: prev, migrated };
+}
+
+/** The record's chain, and what the record says of it: its count and head. */
+function chainOf(p: RecordPredicate): number {
+  const { head, migrated } = linked(p.execution.id, p.events);
   if (p.event_count !== p.events.length)
     refuse(`the record says ${p.event_count} events and holds ${p.events.length}`);
-  if (p.head !== prev) refuse(`the record's head is ${p.head}, expected the last event's hash ${prev}`);
+  if (p.head !== head) refuse(`the record's head is ${p.head}, expected the last event's hash ${head}`);
   return migrated;
 }
 
