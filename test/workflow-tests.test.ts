@@ -593,9 +593,9 @@ scenarios:
   });
 
   it('a child with nothing else to say leaves the parent waiting on the step, and the failures say so', async () => {
-    const suite = await runDelegating(
-      'fan-out',
-      `scenarios:
+    // Two scenarios: a child that stops short, and expectations that are wrong; with `unknown`, they
+    // also name a child and a step that do not exist, which the file's check refuses before anything runs.
+    const scenarios = (unknown: boolean) => `scenarios:
   - name: the speed reviewer never says its verdict
     children:
       checks:
@@ -614,10 +614,9 @@ scenarios:
           completed: [security, speed, style]
           join: held
           timeouts: 1
-          each: { style: { state: completed, path: [look, explain], context: { verdict: pass } }, nobody: {} }
-        plan: {}
-`,
-    );
+          each: { style: { state: completed, path: [look, explain], context: { verdict: pass } }${unknown ? ', nobody: {}' : ''} }${unknown ? '\n        plan: {}' : ''}
+`;
+    const suite = await runDelegating('fan-out', scenarios(true));
     expect(suite.errors).toEqual([
       expect.objectContaining({
         path: '/scenarios/1/expect/children/checks/each/nobody',
@@ -631,30 +630,7 @@ scenarios:
           'workflow "fan-out" has no step "plan" that hands its work to children; its delegating steps are checks',
       }),
     ]);
-    const fixed = await runDelegating(
-      'fan-out',
-      `scenarios:
-  - name: the speed reviewer never says its verdict
-    children:
-      checks:
-        defaults: { summary: "verdict: pass" }
-        each: { speed: { steps: { look: { summary: fast enough } } } }
-    expect:
-      state: running
-      stopped_at: checks
-      children: { checks: { completed: [security, style], open: [speed], join: waiting } }
-  - name: expecting the wrong things
-    children: { checks: { defaults: { summary: "verdict: pass" }, each: { style: { end: abandoned } } } }
-    expect:
-      state: failed
-      children:
-        checks:
-          completed: [security, speed, style]
-          join: held
-          timeouts: 1
-          each: { style: { state: completed, path: [look, explain], context: { verdict: pass } } }
-`,
-    );
+    const fixed = await runDelegating('fan-out', scenarios(false));
     expect(fixed.scenarios[0]).toMatchObject({ passed: true, state: 'running', stopped_at: 'checks' });
     expect(fixed.scenarios[1]?.failures).toEqual([
       'children.checks.completed: expected [security, speed, style], got [security, speed]',
