@@ -42,8 +42,8 @@ import {
   describeViolation,
   oversize,
 } from '../workflows/check.js';
+import type { Listing } from '../workflows/listing.js';
 import { type DefinitionFormat, formatOf } from '../workflows/parse.js';
-import type { Listing } from '../workflows/registry.js';
 import { approvalsCommand, decideCommand } from './approvals-command.js';
 import { COMMAND_SPECS, type CommandSpec, optionLines, TITLE } from './commands.js';
 import { keysCommand, recordCommand, verifyCommand } from './record-commands.js';

@@ -6,10 +6,11 @@ import type { Caller } from '../executions/execution-model.js';
 import type { Violation } from '../model/violation.js';
 import type { InputSpec, Workflow } from '../model/workflow.js';
 import type { ExecutionStore } from '../store/execution-store.js';
+import { contentVersion } from '../workflows/entry.js';
 import { checkManifest, type ManifestReport } from '../workflows/manifest-check.js';
 import { loadYaml } from '../workflows/parse.js';
 import type { PersonaRegistry } from '../workflows/personas.js';
-import { contentVersion, type WorkflowRegistry } from '../workflows/registry.js';
+import type { WorkflowRegistry } from '../workflows/registry.js';
 import type { RuntimeWorkflows } from '../workflows/runtime-workflows.js';
 import type { RunSnapshot, TaskHandle } from './run-model.js';
 import {

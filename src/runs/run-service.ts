@@ -15,8 +15,9 @@ import type { ExecutionService } from '../executions/execution-service.js';
 import type { Workflow } from '../model/workflow.js';
 import type { ExecutionStore, PurgeCounts } from '../store/execution-store.js';
 import type { Logger } from '../telemetry/log.js';
+import { contentVersion } from '../workflows/entry.js';
 import { checkManifest } from '../workflows/manifest-check.js';
-import { contentVersion, type WorkflowRegistry } from '../workflows/registry.js';
+import type { WorkflowRegistry } from '../workflows/registry.js';
 import { newRunId, type RunSnapshot, type RunState, type TaskHandle } from './run-model.js';
 import { InputFailed, type TaskService } from './task-service.js';
 

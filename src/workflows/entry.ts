@@ -1,11 +1,17 @@
+import { createHash } from 'node:crypto';
 import type { Violation } from '../model/violation.js';
 import type { Workflow } from '../model/workflow.js';
 import type { DefinitionFormat } from './parse.js';
 import type { GitProvenance, SourceKind } from './sources.js';
 
-// What the registry holds per definition file, in a module of its own: the registry and the
-// definition cache (which stores these entries across restarts) both need them, and neither imports
-// the other for them.
+// What the registry holds per definition file, in a module of its own: the registry, the definition
+// cache (which stores these entries across restarts) and the registry's parts (loading, precedence,
+// composition, git checkouts) all need them, and none imports the registry for them.
+
+/** The version of a definition file: sha256 of its bytes (pins executions, guards saves). */
+export function contentVersion(bytes: string | Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
 
 export interface LoadedWorkflow {
   status: 'valid';
@@ -33,3 +39,13 @@ export interface BrokenWorkflow {
 }
 
 export type RegistryEntry = LoadedWorkflow | BrokenWorkflow;
+
+/** A file the registry serves no workflow from, with why (its id, when it has one). */
+export function brokenEntry(
+  file: string,
+  source: SourceKind,
+  violations: Violation[],
+  id?: string,
+): BrokenWorkflow {
+  return { status: 'broken', file, source, ...(id !== undefined ? { id } : {}), violations };
+}

@@ -2,13 +2,9 @@ import { lstat, unlink } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import { fail } from '../engine/errors.js';
 import type { RuntimeDocumentStore } from '../store/runtime-documents.js';
+import { contentVersion, type LoadedWorkflow, type RegistryEntry } from './entry.js';
 import type { DefinitionFormat } from './parse.js';
-import {
-  contentVersion,
-  type LoadedWorkflow,
-  type RegistryEntry,
-  type WorkflowRegistry,
-} from './registry.js';
+import type { WorkflowRegistry } from './registry.js';
 import { changeRuntimeDir, checkFileName, runtimeFile, writeAtomically } from './runtime-files.js';
 import type { SourceKind } from './sources.js';
 

@@ -14,8 +14,9 @@ import { inProcessClient } from '../../test/helpers/in-process.js';
 import { ROOT, sandbox } from '../../test/helpers/server.js';
 import { validationWorkerUrl } from '../../test/helpers/validation-worker.js';
 import { ValidationEngine } from '../engine/validation-engine.js';
+import { contentVersion } from './entry.js';
 import { formatOf, isDefinitionFile } from './parse.js';
-import { contentVersion, WorkflowRegistry } from './registry.js';
+import { WorkflowRegistry } from './registry.js';
 import {
   SHIPPED_DEFINITIONS_FILE,
   ShippedDefinitions,

@@ -1,12 +1,11 @@
 // One execution: its facts, progress, diagram, steps, artifacts, context and telemetry, and its actions.
 import { type ExecutionState, TRANSITIONS } from '../../engine/state-machine.js';
 import type {
-  DelegationSummary,
   ExecutionDetail,
   ExecutionProgress,
-  FamilyView,
   StepHistoryEntry,
-} from '../../executions/execution-queries.js';
+} from '../../executions/execution-presenters.js';
+import type { DelegationSummary, FamilyView } from '../../executions/family-queries.js';
 import { isCommandStep } from '../../model/workflow.js';
 import type { ArtifactRecord, TelemetryRecord } from '../../store/execution-store.js';
 import { joinText, workflowDiagram } from '../../workflows/diagram.js';

@@ -10,9 +10,10 @@ import {
   DEFINITION_LIMITS,
   describeViolation,
 } from '../../workflows/check.js';
+import { contentVersion, type RegistryEntry } from '../../workflows/entry.js';
 import { detectFormat } from '../../workflows/manifest-check.js';
 import { type DefinitionFormat, formatOf } from '../../workflows/parse.js';
-import { contentVersion, type RegistryEntry, type WorkflowRegistry } from '../../workflows/registry.js';
+import type { WorkflowRegistry } from '../../workflows/registry.js';
 import type { RuntimeWorkflows } from '../../workflows/runtime-workflows.js';
 import { NextSchema, next, startCall } from '../next.js';
 import { retryingNotChecked } from '../not-checked.js';

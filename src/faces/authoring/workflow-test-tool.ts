@@ -4,9 +4,10 @@ import type { DefinitionUnderTest, SuiteResult, WorkflowTests } from '../../exec
 import type { Violation } from '../../model/violation.js';
 import { IdSchema, type Workflow } from '../../model/workflow.js';
 import { type CheckReport, DEFINITION_LIMITS } from '../../workflows/check.js';
+import { contentVersion, type LoadedWorkflow } from '../../workflows/entry.js';
 import { detectFormat } from '../../workflows/manifest-check.js';
 import type { DefinitionFormat } from '../../workflows/parse.js';
-import { contentVersion, type LoadedWorkflow, type WorkflowRegistry } from '../../workflows/registry.js';
+import type { WorkflowRegistry } from '../../workflows/registry.js';
 import { type ParsedTests, parseTests, readTestFile, testFilesBeside } from '../../workflows/test-files.js';
 import { TEST_LIMITS, TOOL_TEST_LIMITS, WORK_UNIT_BYTES } from '../../workflows/test-format.js';
 import { NextSchema, next } from '../next.js';

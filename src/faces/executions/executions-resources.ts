@@ -1,7 +1,7 @@
 import { fail } from '../../engine/errors.js';
 import type { Caller } from '../../executions/execution-model.js';
-import type { FamilyView } from '../../executions/execution-queries.js';
 import type { ExecutionService } from '../../executions/execution-service.js';
+import type { FamilyView } from '../../executions/family-queries.js';
 import { isPromptStep, type Workflow } from '../../model/workflow.js';
 import type { Records } from '../../record/records.js';
 import type { WorkflowRegistry } from '../../workflows/registry.js';

@@ -9,7 +9,7 @@
  * so the two stay in step.
  */
 import { TERMINAL_STATES } from '../../../engine/state-machine.js';
-import type { ExecutionProgress } from '../../../executions/execution-queries.js';
+import type { ExecutionProgress } from '../../../executions/execution-presenters.js';
 
 const PROTOCOL_VERSION = '2026-01-26';
 const POLL_MS = 1500;
