@@ -3,7 +3,7 @@
 // a child with its parent; the executions list shows the tree; the workflow_status resource lists the
 // children. Another principal sees none of it. The browser checks (1280 and 390 px) are in
 // dashboard.browser.test.ts.
-import { cpSync, writeFileSync } from 'node:fs';
+import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
