@@ -10,7 +10,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import type { AppOptions } from '../src/app.js';
-import { conformanceFixtures } from '../src/protocol/conformance-fixtures.js';
+import { conformanceFixtures } from '../src/protocol/conformance/fixtures.js';
 import { poster2026 } from './helpers/http-server.js';
 import { inProcessClient } from './helpers/in-process.js';
 import { inProcessHttp } from './helpers/in-process-http.js';
