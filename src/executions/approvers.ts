@@ -2,9 +2,8 @@
 // with the `author` scope), so on its own it grants nothing over anybody's executions: it only chooses
 // among the principals the operator named (WORKFLOWLOOKUP_APPROVERS). Without such a name the
 // execution's owner decides, as for a step that names no approvers.
-import { createHash } from 'node:crypto';
 import type { ApprovalRecord } from '../store/execution-store.js';
-import { canonical } from './execution-model.js';
+import { digest } from './record-model.js';
 
 /**
  * The principals who decide an approval: those of the step's `approvers` the operator named (or the
@@ -31,8 +30,7 @@ export function ignoredApprovers(record: ApprovalRecord, team: ReadonlySet<strin
 
 /**
  * The digest of a held output: what a person saw when they decided. A decision names the approval and
- * this digest, so a stale or replayed decision never lands on another output.
+ * this digest, so a stale or replayed decision never lands on another output. The same digest the
+ * record keeps of every output (record-model.ts).
  */
-export function outputDigest(output: unknown): string {
-  return createHash('sha256').update(canonical(output)).digest('hex');
-}
+export const outputDigest = digest;

@@ -359,13 +359,32 @@ export function outputForTemplates(output: StepOutput): Record<string, unknown> 
 
 export const nowIso = () => new Date().toISOString();
 
+/**
+ * JSON with object keys sorted (by UTF-16 code units, as RFC 8785) and undefined members left out: what
+ * outputs and record events are hashed as. Built by concatenation, without the arrays of entries a
+ * map/filter/join would make: every step hashes several of these.
+ */
 export function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (Array.isArray(value)) {
+    let text = '[';
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) text += ',';
+      text += canonical(value[i]);
+    }
+    return `${text}]`;
+  }
   if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : 1));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+    const record = value as Record<string, unknown>;
+    let text = '{';
+    let first = true;
+    for (const key of Object.keys(record).sort()) {
+      const member = record[key];
+      if (member === undefined) continue;
+      if (!first) text += ',';
+      first = false;
+      text += `${JSON.stringify(key)}:${canonical(member)}`;
+    }
+    return `${text}}`;
   }
   return JSON.stringify(value) ?? 'null';
 }

@@ -1,6 +1,5 @@
 // workflow_next_step: a token and an output in, one store transaction that advances, refuses, holds the
 // output for a person, or replays what the token already answered; then the command steps that follow.
-import { createHash } from 'node:crypto';
 import { asRecord, type Context } from '../engine/conditions.js';
 import { checkContextValues } from '../engine/context-needs.js';
 import { DomainFailure, fail } from '../engine/errors.js';
@@ -18,7 +17,6 @@ import { delegationOf } from './delegation-model.js';
 import type { ServiceParts } from './execution-deps.js';
 import {
   type Caller,
-  canonical,
   checkArtifacts,
   nowIso,
   type Outcome,
@@ -88,7 +86,8 @@ export class Submission {
     }
     annotate({ [ATTR.execution]: payload.execution_id, [ATTR.step]: payload.step_name });
     checkArtifacts(output.artifacts ?? []);
-    const outputHash = createHash('sha256').update(canonical(output)).digest('hex');
+    // One digest of the output: the replay key of its token, and what the record keeps of it.
+    const outputHash = digest(output);
     return this.recordingErrors(payload.execution_id, payload.step_name, async () => {
       const { verified, claim } = await this.checks.run(payload, outputHash, caller);
       let advanced: Outcome;
@@ -240,7 +239,7 @@ export class Submission {
       await machine.recordEvent(tx, 'output_submitted', exec, step.id, {
         seq: row.seq,
         attempt: payload.attempt,
-        output_sha256: digest(output),
+        output_sha256: outputHash,
       });
       machine.refuseOwnedKeys(workflow, output.context, 'output.context');
       const context: Context = { ...exec.context, ...(output.context ?? {}) };
