@@ -94,7 +94,7 @@ export interface AppOptions {
    * since a remote client's submission would make the server host run a command.
    */
   servesHttp?: boolean;
-  /** The clock approval timeouts are measured by (tests inject one). */
+  /** The clock approval and delegation timeouts and token lifetimes are measured by (tests inject one). */
   clock?: () => number;
   /**
    * Fetch the git sources in the background once warmed up, and on their interval (default: when

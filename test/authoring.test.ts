@@ -608,8 +608,7 @@ describe('live reload', () => {
     try {
       await call('workflow_list', {}, watching);
       cpSync(join(FIXTURES, 'valid', 'conditions-demo.json'), join(sb.runtime, 'conditions-demo.json'));
-      for (let i = 0; i < 100 && changes === 0; i++) await new Promise((r) => setTimeout(r, 50));
-      expect(changes).toBeGreaterThan(0);
+      await expect.poll(() => changes).toBeGreaterThan(0);
       const listed = await call('workflow_list', {}, watching);
       expect(listed.workflows.map((w: Json) => w.id)).toContain('conditions-demo');
     } finally {

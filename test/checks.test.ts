@@ -152,13 +152,14 @@ describe('server-run checks', () => {
     const { sb, work } = prepare({}, { hangs: 'hang', floods: 'flood' });
     const pidFile = join(work, 'child.pid');
     const checks = {
+      // sh, not node: its first act is to start the child, a fork away from exec, so the
+      // timeout cannot fire before there is a child to kill however busy the machine is.
       hang: {
-        ...script(
-          `const c=require('child_process').spawn(process.execPath,['-e','setInterval(()=>{},1000)'],{stdio:'ignore'});require('fs').writeFileSync(${JSON.stringify(pidFile)},String(c.pid));console.log('started');setInterval(()=>{},1000)`,
-        ),
+        command: '/bin/sh',
+        args: ['-c', `sleep 1000 & echo $! > '${pidFile}'; echo started; wait`],
         cwd: 'directory',
         directory: work,
-        timeout: 500,
+        timeout: 2000,
       },
       flood: {
         ...script(
@@ -176,6 +177,7 @@ describe('server-run checks', () => {
     expect(stopped).toMatchObject({ success: false, check: { timed_out: true, passed: false } });
     expect(stopped.validation.issues[0]).toContain('timed out');
     // What the check started ended with it (gone, or a zombie nobody has reaped yet).
+    expect(existsSync(pidFile), 'the check was stopped before it started its child').toBe(true);
     const child = Number(readFileSync(pidFile, 'utf8'));
     const running = () => {
       try {
@@ -184,8 +186,7 @@ describe('server-run checks', () => {
         return false;
       }
     };
-    for (let i = 0; i < 50 && running(); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(running()).toBe(false);
+    await expect.poll(running).toBe(false);
 
     const flood = await call('workflow_start', { workflow_id: 'floods' });
     const capped = await call('workflow_next_step', { token: tokenOf(flood), output: { summary: 'done' } });

@@ -270,7 +270,7 @@ describe('workflowlookup dashboard', () => {
       req.end();
     });
     await call('workflow_next_step', { token: tokenOf(started), output: { summary: 'a design' } });
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + 30_000;
     while (!events.text().includes('event: changed') && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 50));
     events.close();

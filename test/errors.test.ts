@@ -13,13 +13,15 @@ let sb: Sandbox;
 type Raw = RawServer | InProcessRaw;
 let server: Raw;
 let ids = 0;
+/** How far the server's clock runs ahead of the wall clock: a token expires when the test moves it, not when the machine is slow. */
+let ahead = 0;
 
 beforeAll(async () => {
-  sb = sandbox({ WORKFLOWLOOKUP_TOKEN_TTL_SECONDS: '1' });
+  sb = sandbox({ WORKFLOWLOOKUP_TOKEN_TTL_SECONDS: '60' });
   cpSync(join(FIXTURES, 'valid'), sb.runtime, { recursive: true });
   cpSync(join(FIXTURES, 'invalid', 'broken-schema.yaml'), join(sb.runtime, 'broken-schema.yaml'));
   sb.env.WORKFLOWLOOKUP_DATA_DIR = join(sb.root, 'data');
-  server = new InProcessRaw({ env: sb.env, cwd: sb.project });
+  server = new InProcessRaw({ env: sb.env, cwd: sb.project, app: { clock: () => Date.now() + ahead } });
   await server.initialize();
 });
 
@@ -58,7 +60,7 @@ describe('structured errors (seed 003 §10)', () => {
     const started = await rpc('workflow_start', { workflow_name: 'durable-demo' });
     await expectError('workflow_set_state', { execution_id: started.execution_id, state: 'running' });
     await expectError('workflow_next_step', { token: 'not-a-token', output: { summary: 's' } });
-    await new Promise((r) => setTimeout(r, 1100));
+    ahead += 61_000;
     await expectError('workflow_next_step', { token: tokenOf(started), output: { summary: 'design' } });
     await expectError('workflow_save', { content: yaml('bad-version', 'x') });
     await rpc('workflow_save', { content: yaml('twice-saved') });
@@ -149,7 +151,7 @@ describe('structured errors (seed 003 §10)', () => {
         token: tokenOf(first),
         output: { summary: 's' },
       });
-      for (let i = 0; i < 400 && !existsSync(begun); i++) await new Promise((r) => setTimeout(r, 25));
+      for (let i = 0; i < 4000 && !existsSync(begun); i++) await new Promise((r) => setTimeout(r, 25));
       await expectError('workflow_next_step', { token: tokenOf(second), output: { summary: 's' } }, crowded);
       writeFileSync(release, '');
       expect((await running).result).toBeDefined();
@@ -202,7 +204,7 @@ describe('structured errors (seed 003 §10)', () => {
         sampler,
       );
       let asked: Json | undefined;
-      for (let i = 0; asked === undefined && i < 200; i++) {
+      for (let i = 0; asked === undefined && i < 4000; i++) {
         asked = sampler.lines
           .map((l) => JSON.parse(l) as Json)
           .find((m) => m.method === 'sampling/createMessage');

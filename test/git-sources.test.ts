@@ -279,7 +279,7 @@ describe('git sources: sync from a local bare repository', () => {
     const synced = await cli(['sources', 'sync'], env);
     expect(synced.stdout).toContain(`updated: ${second}`);
     // The server sees the new state in the data dir (a watch, no timer): wait for its list_changed.
-    for (let i = 0; i < 200 && changes === before; i++) await new Promise((r) => setTimeout(r, 25));
+    await expect.poll(() => changes).toBeGreaterThan(before);
     expect(provenance(await call('workflow_list'))).toEqual([
       ['alpha', second],
       ['beta', second],

@@ -365,8 +365,7 @@ describe('tool groups', () => {
       expect(enabled.enabled).toEqual(['automation']);
       expect(enabled.tools.map((t) => t.name)).toContain('catalog_import_openapi');
       expect(enabled.tools[0]?.inputSchema).toMatchObject({ type: 'object' });
-      for (let i = 0; i < 50 && changed === 0; i++) await new Promise((r) => setTimeout(r, 20));
-      expect(changed).toBe(1);
+      await expect.poll(() => changed).toBe(1);
       expect((await client.listTools()).tools.map((t) => t.name)).toContain('catalog_import_openapi');
       const unknown = await client.callTool({ name: 'workflow_tools', arguments: { enable: ['nope'] } });
       expect(JSON.stringify(unknown.structuredContent)).toContain('unknown tool group');

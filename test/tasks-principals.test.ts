@@ -30,7 +30,7 @@ async function connection(principal: string) {
   const rpc = async (method: string, params: Json = {}): Promise<Json> => {
     const id = `${principal}-${n++}`;
     await clientSide.send({ jsonrpc: '2.0', id, method, params } as JSONRPCMessage);
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 30_000;
     while (!answers.has(id)) {
       if (Date.now() > deadline) throw new Error(`no answer to ${method}`);
       await new Promise((r) => setTimeout(r, 10));

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type RawServer, type Sandbox, sandbox } from './helpers/server.js';
+import { type RawServer, type Sandbox, SPAWNED_WAIT_MS, sandbox } from './helpers/server.js';
 import { apiEnv, envelope, lines, setUpWorkflows, TaskClient } from './helpers/tasks.js';
 import { TasksApi } from './helpers/tasks-api.js';
 
@@ -275,7 +275,7 @@ describe('MCP tasks (2025-11-25)', () => {
     const { taskId } = created.result.task;
     const runId = created.result._meta['workflowlookup/run'].run_id;
     // Wait until the slow request is on the wire, then cancel.
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 30_000;
     while (!api.requests.slice(before).some((r) => r.url.endsWith('/tasks/slow'))) {
       if (Date.now() > deadline) throw new Error('the API never got the call');
       await new Promise((r) => setTimeout(r, 20));
@@ -283,7 +283,7 @@ describe('MCP tasks (2025-11-25)', () => {
     const cancelled = await c.rpc('tasks/cancel', { taskId });
     expect(cancelled.result).toMatchObject({ taskId, status: 'cancelled' });
     // The call in flight was aborted (its connection closed before the API answered).
-    const until = Date.now() + 5000;
+    const until = Date.now() + 30_000;
     while (aborted.length === abortedBefore && Date.now() < until)
       await new Promise((r) => setTimeout(r, 20));
     expect(aborted.slice(abortedBefore)).toEqual(['/api/tasks/slow']);
@@ -400,7 +400,7 @@ describe('end of input', () => {
     expect(exited).toEqual({ code: 0, signal: null });
     expect(c.messages.some((m) => m.id === 'waiting')).toBe(false);
     const next = await client({}, undefined, { process: true });
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + SPAWNED_WAIT_MS;
     while (!next.server.stderr.includes(`task ${taskId} (workflow_run): its process died; resuming it`)) {
       if (Date.now() > deadline) throw new Error(`not resumed: ${next.server.stderr}`);
       await new Promise((r) => setTimeout(r, 20));

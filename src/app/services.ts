@@ -48,7 +48,7 @@ export function buildServices(
     configuredStore: boolean;
     /** The app serves Streamable HTTP: checks run there only with WORKFLOWLOOKUP_HTTP_CHECKS. */
     servesHttp?: boolean | undefined;
-    /** The clock approval timeouts are measured by (tests inject one). */
+    /** The clock approval and delegation timeouts and token lifetimes are measured by (tests inject one). */
     clock?: (() => number) | undefined;
     /** The app's instruments (step latency). */
     metrics?: Metrics;

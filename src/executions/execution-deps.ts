@@ -41,7 +41,7 @@ export interface ExecutionDeps {
   observe?: ExecutionObserver;
   /** Runs the checks steps name (`verify`); without it a step naming one is CHECK_UNAVAILABLE. */
   checks?: CheckRunner;
-  /** The clock approval timeouts are measured by (ms since the epoch); tests inject one. */
+  /** The clock approval and delegation timeouts and token lifetimes are measured by (ms since the epoch); tests inject one. */
   clock?: () => number;
   /**
    * Principals the operator lets decide other principals' approvals, where a step names them
@@ -93,6 +93,6 @@ export interface StartInput {
 export interface ServiceParts {
   deps: ExecutionDeps;
   machine: StepMachine;
-  /** ms since the epoch: approval timeouts and check claims are measured by it (deps.clock, else Date.now). */
+  /** ms since the epoch: approval timeouts, token lifetimes and check claims are measured by it (deps.clock, else Date.now). */
   now(): number;
 }

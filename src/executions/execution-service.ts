@@ -54,15 +54,17 @@ export class ExecutionService {
 
   constructor(private readonly deps: ExecutionDeps) {
     this.metrics = deps.metrics ?? NO_METRICS;
+    const now = () => deps.clock?.() ?? Date.now();
     const machine = new StepMachine({
       store: deps.store,
       personas: deps.personas,
       tokens: deps.tokens,
       allowedEnv: deps.allowedEnv ?? {},
       observe: deps.observe,
+      now,
     });
     this.machine = machine;
-    const parts: ServiceParts = { deps, machine, now: () => deps.clock?.() ?? Date.now() };
+    const parts: ServiceParts = { deps, machine, now };
     const commandPhase = new CommandPhase(machine, deps.commands);
     const outcomes = new StepOutcomes(parts);
     this.approvals = new Approvals(parts, outcomes);

@@ -21,6 +21,8 @@ export interface StepMachineDeps {
   allowedEnv: Record<string, string>;
   /** Told what each walk that moves an execution decided (the workflow tests' coverage). */
   observe?: ((event: WalkEvent, workflowId: string) => void) | undefined;
+  /** ms since the epoch: when a minted token was issued and expires (the service's clock). */
+  now: () => number;
 }
 
 const MAX_PINNED = 256;
@@ -276,7 +278,7 @@ export class StepMachine {
 
   /** A new live token for the step: attempt 0 on entering it, the next attempt after a failed validation. */
   mintToken(exec: ExecutionRecord, stepName: string, attempt = exec.token_attempt + 1): void {
-    const issued = new Date();
+    const issued = new Date(this.deps.now());
     exec.token_nonce = TokenService.newNonce();
     exec.token_attempt = attempt;
     exec.token_issued_at = issued.toISOString();

@@ -207,7 +207,7 @@ export class StateChanges {
         if (waiting !== undefined && (await this.approvals.expireIfDue(tx, exec, waiting)) !== undefined) {
           waiting = undefined;
         }
-        if (exec.token_expires_at !== null && Date.parse(exec.token_expires_at) <= Date.now()) {
+        if (exec.token_expires_at !== null && Date.parse(exec.token_expires_at) <= this.parts.now()) {
           machine.mintToken(exec, exec.current_step);
           await machine.event(tx, 'token_generated', exec, exec.current_step, {
             reason: 'refresh after expiry',

@@ -51,7 +51,7 @@ export class Submission {
 
   async submit(token: string, output: StepOutput, caller: Caller): Promise<Outcome> {
     const { store, tokens } = this.deps;
-    const check = tokens.verify(token);
+    const check = tokens.verify(token, this.parts.now());
     if (!check.ok && check.reason !== 'expired') {
       fail({
         code: 'token_invalid',

@@ -54,6 +54,7 @@ export async function partsKit(options: Partial<ExecutionDeps> = {}): Promise<Pa
     tokens: deps.tokens,
     allowedEnv: {},
     observe: undefined,
+    now: () => now,
   });
   return {
     parts: { deps, machine, now: () => now },

@@ -1,3 +1,4 @@
+import type { AppOptions } from '../../src/app.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { inProcess } from './in-process.js';
 import { INIT, type Sandbox } from './server.js';
@@ -15,7 +16,7 @@ export class InProcessRaw {
   private readonly session: ReturnType<typeof inProcess>;
   private answers: Json[] = [];
 
-  constructor(opts: { env: Record<string, string>; cwd: string }) {
+  constructor(opts: { env: Record<string, string>; cwd: string; app?: AppOptions }) {
     const sb = { env: opts.env, project: opts.cwd } as Sandbox;
     // What the app logs, as the served process writes it to stderr (JSON lines).
     const log = createLogger({
@@ -28,7 +29,7 @@ export class InProcessRaw {
       },
     });
     // Watching the sources, as the served process does.
-    this.session = inProcess(sb, {}, { log, watch: true });
+    this.session = inProcess(sb, {}, { log, watch: true, ...opts.app });
     this.session.then(
       (s) => {
         this.answers = s.answers;
