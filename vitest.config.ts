@@ -6,8 +6,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // expect.poll waits for something a server or a browser does; its default of 1 s is a wall-clock
-    // bound that a loaded machine can miss.
-    expect: { poll: { timeout: 10_000 } },
+    // bound that a loaded machine can miss. Each poll ends as soon as what it waits for happens, so this
+    // is a hang detector: 30 s, as two whole suites running side by side on 2 cores still met it.
+    expect: { poll: { timeout: 30_000 } },
     pool: 'forks',
     // Vitest's default for `run` is one worker fewer than the cores: one file at a time on the 2-core CI
     // machines, with a core idle while a test waits on its server, its database or its browser. A test

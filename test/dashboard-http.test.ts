@@ -419,7 +419,7 @@ describe('the dashboard under serve --http, with static tokens', () => {
       arguments: { workflow_id: 'durable-demo' },
       task: {},
     });
-    await expect.poll(() => events.text(), { timeout: 10_000 }).toContain('event: changed');
+    await expect.poll(() => events.text()).toContain('event: changed');
     events.close();
     expect((await page('/dashboard/tasks', cookie)).body).toContain(second.result.task.taskId);
 

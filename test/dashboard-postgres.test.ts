@@ -89,7 +89,6 @@ describe.skipIf(pg.url === undefined)('the dashboard on PostgreSQL', () => {
               [`workflowlookup-listen-${d.child.pid}`],
             )
           )[0]?.n,
-        { timeout: 10_000 },
       )
       .toBe(1);
 
@@ -97,12 +96,12 @@ describe.skipIf(pg.url === undefined)('the dashboard on PostgreSQL', () => {
       token: tokenOf(started),
       output: { summary: 'The design: a queue.' },
     });
-    await expect.poll(() => events.count(), { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => events.count()).toBe(1);
 
     // Measured from the moment the other server acknowledged the change.
     await rpc('workflow_next_step', { token: tokenOf(advanced), output: { summary: 'Implemented.' } });
     const acknowledged = Date.now();
-    while (events.count() < 2 && Date.now() - acknowledged < 10_000)
+    while (events.count() < 2 && Date.now() - acknowledged < 30_000)
       await new Promise((r) => setTimeout(r, 5));
     const latency = Date.now() - acknowledged;
     events.close();

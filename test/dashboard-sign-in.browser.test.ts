@@ -139,9 +139,7 @@ describe.skipIf(!RUNS)('dashboard sign-in in a browser', () => {
       name: 'workflow_next_step',
       arguments: { token: tokenOf(started), output: { summary: 'The design: a queue.' } },
     });
-    await expect
-      .poll(() => page.locator('#current-step').textContent(), { timeout: 10_000 })
-      .toContain('implement');
+    await expect.poll(() => page.locator('#current-step').textContent()).toContain('implement');
 
     await page.click('a.action-pause');
     await page.waitForSelector('form.confirm');
@@ -167,9 +165,7 @@ describe.skipIf(!RUNS)('dashboard sign-in in a browser', () => {
       name: 'workflow_run',
       arguments: { workflow_id: 'durable-demo' },
     });
-    await expect
-      .poll(() => page.locator(`tr[data-task="${second.result.taskId}"]`).count(), { timeout: 10_000 })
-      .toBe(1);
+    await expect.poll(() => page.locator(`tr[data-task="${second.result.taskId}"]`).count()).toBe(1);
     await page.click(`tr[data-task="${taskId}"] a.action-cancel`);
     await page.waitForSelector('form.confirm');
     await Promise.all([

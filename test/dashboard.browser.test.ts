@@ -135,7 +135,7 @@ describe.skipIf(!RUNS)('dashboard in a browser', () => {
       },
     });
     await expect
-      .poll(() => page.locator('g[data-step="implement"]').getAttribute('class'), { timeout: 10_000 })
+      .poll(() => page.locator('g[data-step="implement"]').getAttribute('class'))
       .toContain('is-current');
     expect(await page.locator('g[data-step="design"]').getAttribute('class')).toContain('is-done');
     expect(await page.locator('#current-step').textContent()).toContain('implement');
@@ -163,7 +163,7 @@ describe.skipIf(!RUNS)('dashboard in a browser', () => {
     const held = await call('workflow_set_state', { execution_id: id, state: 'running' });
     expect(held.error.data.error_code).toBe('EXECUTION_STATE_CONFLICT');
     await call('workflow_set_state', { execution_id: id, state: 'running', override_pause: true });
-    await expect.poll(() => page.locator('#state').textContent(), { timeout: 10_000 }).toContain('running');
+    await expect.poll(() => page.locator('#state').textContent()).toContain('running');
     expect(problems).toEqual([]);
     await page.context().close();
   });
@@ -173,9 +173,7 @@ describe.skipIf(!RUNS)('dashboard in a browser', () => {
     await expect.poll(() => liveState(page)).toBe('live');
     const before = await page.locator('tr[data-execution]').count();
     const started = await call('workflow_start', { workflow_name: 'loops-demo' });
-    await expect
-      .poll(() => page.locator(`tr[data-execution="${started.execution_id}"]`).count(), { timeout: 10_000 })
-      .toBe(1);
+    await expect.poll(() => page.locator(`tr[data-execution="${started.execution_id}"]`).count()).toBe(1);
     expect(await page.locator('tr[data-execution]').count()).toBe(before + 1);
     expect(problems).toEqual([]);
     await page.context().close();
@@ -471,9 +469,7 @@ describe.skipIf(!RUNS)('the first hour (issue #23 item 7), at desktop and phone 
       await call('workflow_cancel', { operation_id: dropped, confirm: true, reason: 'by mistake' });
       const { page, problems } = await open(`${dash.url}tasks`, viewport);
       await expect
-        .poll(() => page.locator(`tr[data-task="${waiting}"]`).getAttribute('data-status'), {
-          timeout: 10_000,
-        })
+        .poll(() => page.locator(`tr[data-task="${waiting}"]`).getAttribute('data-status'))
         .toBe('input_required');
       const text = await page.locator('#tasks').innerText();
       expect(text).not.toContain('canceled');
@@ -588,26 +584,22 @@ describe.skipIf(!RUNS)('delegation (Orchestrator and workers, item 5), at deskto
     // A child's step: only the child changed, and the parent's page shows it.
     const resumed = await call('workflow_resume', { execution_id: a.execution_id });
     await call('workflow_next_step', { token: tokenOf(resumed), output: { summary: 'read' } });
-    await expect.poll(() => progressOf(a), { timeout: 10_000 }).toContain('step 2: report');
+    await expect.poll(() => progressOf(a)).toContain('step 2: report');
     await finish(a);
     await expect
-      .poll(() => page.locator(`#children tr[data-child="${a.execution_id}"] .state`).innerText(), {
-        timeout: 10_000,
-      })
+      .poll(() => page.locator(`#children tr[data-child="${a.execution_id}"] .state`).innerText())
       .toBe('completed');
     expect(await page.locator('#children .join-progress').innerText()).toContain('1 of 3 children completed');
     await finish(b);
     await finish(c);
     // The join held: the results' states, and the parent moved on to the synthesis.
-    await expect.poll(() => page.locator('#children .results li').count(), { timeout: 10_000 }).toBe(3);
+    await expect.poll(() => page.locator('#children .results li').count()).toBe(3);
     expect(await page.locator('#children .results .state').allInnerTexts()).toEqual([
       'completed',
       'completed',
       'completed',
     ]);
-    await expect
-      .poll(() => page.locator('#current-step').innerText(), { timeout: 10_000 })
-      .toContain('synthesis');
+    await expect.poll(() => page.locator('#current-step').innerText()).toContain('synthesis');
     expect(await page.locator('g[data-step="reviews"]').getAttribute('class')).toContain('is-done');
     expect(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed)).toBe(true);
     await shot(page, 'delegation-joined');
@@ -689,7 +681,7 @@ describe.skipIf(!RUNS)('MCP App view in a host', () => {
     toolCall = { arguments: args, result };
     const { page, problems } = await open(hostUrl);
     const view = page.frameLocator('iframe');
-    await expect.poll(() => view.locator('li[data-step]').count(), { timeout: 10_000 }).toBe(4);
+    await expect.poll(() => view.locator('li[data-step]').count()).toBe(4);
     expect(await view.locator('#title').textContent()).toBe('Durable execution demo');
     expect(await view.locator('#state').textContent()).toBe('running');
     expect(await view.locator('li.current').getAttribute('data-step')).toBe('design');
@@ -697,12 +689,10 @@ describe.skipIf(!RUNS)('MCP App view in a host', () => {
 
     const failed = await call('workflow_next_step', { token: tokenOf(started), output: { summary: 'no' } });
     await expect
-      .poll(() => view.locator('#validation').textContent(), { timeout: 10_000 })
+      .poll(() => view.locator('#validation').textContent())
       .toContain('The summary must describe the design');
     await call('workflow_next_step', { token: tokenOf(failed), output: { summary: 'a design' } });
-    await expect
-      .poll(() => view.locator('li.current').getAttribute('data-step'), { timeout: 10_000 })
-      .toBe('implement');
+    await expect.poll(() => view.locator('li.current').getAttribute('data-step')).toBe('implement');
     expect(await view.locator('li.done').getAttribute('data-step')).toBe('design');
     expect(await view.locator('#counts').textContent()).toBe('1 of 4 done, 3 to go');
     await shot(page, 'app-view');

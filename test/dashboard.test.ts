@@ -342,7 +342,7 @@ describe('workflowlookup dashboard', () => {
       const older = await run(1);
       const newer = await run(2);
       await expect
-        .poll(async () => (await get('/tasks')).body, { timeout: 10_000 })
+        .poll(async () => (await get('/tasks')).body)
         .toContain(`data-task="${newer.taskId}" data-status="input_required"`);
       const list = await get('/tasks');
       expect(list.headers['content-security-policy']).toContain("script-src 'self'");
@@ -372,7 +372,7 @@ describe('workflowlookup dashboard', () => {
       const task = (await agent.request('after', 'tasks/get', { taskId: older.taskId })) as Json;
       expect(task.result.status).toBe('cancelled');
       await expect
-        .poll(async () => (await get(`/executions/${older.runId}`)).body, { timeout: 10_000 })
+        .poll(async () => (await get(`/executions/${older.runId}`)).body)
         .toContain('state-abandoned');
       await agent.request('end', 'tasks/cancel', { taskId: newer.taskId });
     } finally {

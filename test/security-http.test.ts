@@ -373,9 +373,7 @@ describe('one principal cannot use up what the others need (#20.5)', () => {
       taskId: first.answer?.result.taskId,
       _meta: envelope(),
     });
-    await expect
-      .poll(async () => (await run(token.busy as string)).answer?.result?.resultType, { timeout: 10_000 })
-      .toBe('task');
+    await expect.poll(async () => (await run(token.busy as string)).answer?.result?.resultType).toBe('task');
   });
 
   it('live dashboard streams: a principal gets 429 past its own cap; another still opens one', async () => {
