@@ -212,9 +212,19 @@ describe('no schema, pattern or output stalls the server', () => {
       expect(thrown(() => capped.validate(schemaRule(exponentialSchema()), '"x"', {}))).toEqual(
         notChecked(/^(?!.*starting).*no answer came within 300 ms/),
       );
-      // The worker that ran it was replaced; once the new one is up, checks go on.
-      await capped.load();
-      expect(capped.validate(schemaRule({ type: 'string' }), '"fine"', {}).valid).toBe(true);
+      // The worker that ran it was replaced; once the new one is up, checks go on. A machine so busy that
+      // even this answer takes longer than the 300 ms cap gets the same retryable error, and the call is
+      // sent again as it says: what this holds is that the engine checks again, not how fast.
+      let valid: boolean | undefined;
+      for (let tries = 0; valid === undefined && tries < 20; tries++) {
+        await capped.load();
+        try {
+          valid = capped.validate(schemaRule({ type: 'string' }), '"fine"', {}).valid;
+        } catch (error) {
+          if (!/no answer came within 300 ms/.test((error as Error).message)) throw error;
+        }
+      }
+      expect(valid).toBe(true);
     } finally {
       capped.unload();
     }
