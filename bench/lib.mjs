@@ -100,6 +100,22 @@ export async function measureFloor(n = 15) {
 }
 
 /** Spawn → answer times of `n` fresh servers, each sent `send(server)` (which resolves with the answer). */
+/**
+ * Spawn -> the real answer to the first workflow_list (tools/call right after initialize): its ms since
+ * spawn and how many workflows it listed.
+ */
+export async function firstList(cli, env) {
+  const server = new LineServer(cli, env);
+  try {
+    const answer = await server.handshakeThen('tools/call', { name: 'workflow_list', arguments: {} });
+    if (answer.error || answer.result?.isError || !Array.isArray(answer.result?.structuredContent?.workflows))
+      throw new Error(`workflow_list failed: ${JSON.stringify(answer).slice(0, 300)}\n${server.stderr}`);
+    return { ms: answer.at - server.t0, count: answer.result.structuredContent.workflows.length };
+  } finally {
+    await server.stop();
+  }
+}
+
 export async function spawnTimes(cli, env, n, send) {
   const samples = [];
   let peak = 0;

@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
+  firstList,
   generatedWorkflow,
   generatedWorkflows,
   INIT_PARAMS,
@@ -33,18 +34,6 @@ export async function skip() {
 }
 
 const GOALS = { bundledCold: 3, generatedCold: 10, bundledWarm: 2, pagedListMs: 2, checkMs: 0.3 };
-
-async function firstList(cli, env) {
-  const server = new LineServer(cli, env);
-  try {
-    const answer = await server.handshakeThen('tools/call', { name: 'workflow_list', arguments: {} });
-    if (answer.error || answer.result?.isError || !Array.isArray(answer.result?.structuredContent?.workflows))
-      throw new Error(`workflow_list failed: ${JSON.stringify(answer).slice(0, 300)}\n${server.stderr}`);
-    return answer.at - server.t0;
-  } finally {
-    await server.stop();
-  }
-}
 
 async function pagedList(cli, env, calls) {
   const server = new LineServer(cli, env);
@@ -146,11 +135,11 @@ export async function run(ctx) {
     for (const [prefix, cli] of Object.entries(builds)) {
       const data = (kind) => join(ctx.tmp, `data-${prefix ? 'before-' : ''}${kind}-${r}`);
       const bundled = { ...base, WORKFLOWLOOKUP_DATA_DIR: data('bundled') };
-      add(`${prefix}bundledCold`, await firstList(cli, bundled));
-      add(`${prefix}bundledWarm`, await firstList(cli, bundled));
+      add(`${prefix}bundledCold`, (await firstList(cli, bundled)).ms);
+      add(`${prefix}bundledWarm`, (await firstList(cli, bundled)).ms);
       const more = { ...base, WORKFLOW_STORAGE_PATH: storage, WORKFLOWLOOKUP_DATA_DIR: data('1000') };
-      add(`${prefix}generatedCold`, await firstList(cli, more));
-      add(`${prefix}generatedWarm`, await firstList(cli, more));
+      add(`${prefix}generatedCold`, (await firstList(cli, more)).ms);
+      add(`${prefix}generatedWarm`, (await firstList(cli, more)).ms);
     }
   }
   const floor = stats(samples.floor);

@@ -9,7 +9,16 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { generatedWorkflows, INIT_PARAMS, LineServer, measureFloor, ratio, round, stats } from '../lib.mjs';
+import {
+  firstList,
+  generatedWorkflows,
+  INIT_PARAMS,
+  LineServer,
+  measureFloor,
+  ratio,
+  round,
+  stats,
+} from '../lib.mjs';
 import { numberArg, runAlone } from '../pg-lib.mjs';
 
 export const title =
@@ -17,18 +26,6 @@ export const title =
 
 export async function skip() {
   return spawnSync('git', ['--version']).status === 0 ? undefined : 'git is not installed';
-}
-
-async function firstList(cli, env) {
-  const server = new LineServer(cli, env);
-  try {
-    const answer = await server.handshakeThen('tools/call', { name: 'workflow_list', arguments: {} });
-    if (answer.error || answer.result?.isError || !Array.isArray(answer.result?.structuredContent?.workflows))
-      throw new Error(`workflow_list failed: ${JSON.stringify(answer).slice(0, 300)}\n${server.stderr}`);
-    return { ms: answer.at - server.t0, count: answer.result.structuredContent.workflows.length };
-  } finally {
-    await server.stop();
-  }
 }
 
 /** Full workflow_list calls (no paging) in one running server: ms per call. */

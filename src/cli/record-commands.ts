@@ -14,20 +14,16 @@ import {
   type Requirement,
   verifyRecord,
 } from '../record/verify.js';
+import type { Flags } from './usage.js';
 
 /** Largest key set or workflow file `verify` reads. */
 const MAX_SIDE_FILE_BYTES = 4 * 1024 * 1024;
 
-export interface RecordFlags {
-  out?: string;
-  key?: string;
-  keys?: string;
-  workflow?: string;
-  require?: string;
-  execution?: string;
-  head?: string;
-  json?: boolean;
-}
+/** The parser's flags that `record`, `verify` and `keys` read. */
+export type RecordFlags = Pick<
+  Flags,
+  'out' | 'key' | 'keys' | 'workflow' | 'require' | 'execution' | 'head' | 'json'
+>;
 
 /** Writes the signed record of one execution (any principal's: whoever runs this reads the store). */
 export async function recordCommand(
